@@ -1,0 +1,54 @@
+"""The environments a designer can configure, looked up by name (`crafter`, `heist`)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+from envgen_jax.schema import ConfigError
+
+ENV_MODULES = {"crafter": "envgen_jax.envs.crafter", "heist": "envgen_jax.envs.heist"}
+CONFIG_CLASSES = {"crafter": "CrafterConfig", "heist": "HeistConfig"}
+
+
+def config_class(env_name: str):
+    if env_name not in ENV_MODULES:
+        raise ConfigError([f"env: {env_name!r} is not known; expected one of {', '.join(ENV_MODULES)}"])
+    return getattr(importlib.import_module(ENV_MODULES[env_name]), CONFIG_CLASSES[env_name])
+
+
+def read_config_file(path: str | Path, env_name: str) -> list[Any]:
+    """Read configurations from JSON: one config object, a list of them, or {"environments": [...]} as written by
+    `envgen-jax llm generate` (each item either a config or {"purpose": ..., "config": {...}})."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no such file"]) from None
+    except json.JSONDecodeError as e:
+        raise ConfigError([f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})"]) from None
+    cls = config_class(env_name)
+    if isinstance(data, dict) and "environments" in data:
+        items, where = data["environments"], "environments"
+        if not isinstance(items, list):
+            raise ConfigError([f"environments: expected a list, got {type(items).__name__}"])
+    elif isinstance(data, list):
+        items, where = data, ""
+    else:
+        return [cls.from_dict(data)]
+    configs, problems = [], []
+    for i, item in enumerate(items):
+        here = f"{where}[{i}]"
+        if isinstance(item, dict) and "config" in item:
+            item, here = item["config"], f"{here}.config"
+        found = cls.collect_problems(item, here)
+        problems += found
+        if not found:
+            configs.append(cls.from_dict(item))
+    if problems:
+        raise ConfigError(problems, what=f"{env_name} configurations in {path}")
+    if not configs:
+        raise ConfigError([f"{path}: contains no configuration"])
+    return configs

@@ -1,0 +1,126 @@
+"""Batched environments with per-environment configuration rows and config-aware auto-resets.
+
+Every environment slot i runs bank row `rows[i]`. When an episode ends, the slot's next world must come from its own
+row: craftax's auto-reset generates a whole world for every environment on every step (about 48x slower than
+stepping on CPU), and Craftax_Baselines' shared reset pool is built from one params, so with per-env configs it hands
+out worlds of the wrong configuration.
+
+Here each slot keeps a *spare* world, pre-generated from its own row. At an episode end the spare is swapped in (a
+select, no generation), and the spare is marked stale. Each step regenerates at most `resets_per_step` stale spares,
+chosen round-robin, again from each slot's own row. So the per-step cost is a fixed, small number of world
+generations, and a new world never comes from another row. If a slot ends episodes faster than its spare is
+refreshed, it restarts in its previous starting world (still its own row); `StepInfo.stale_reset` counts those so the
+rate can be tuned.
+
+The env protocol (gymnax-style, one environment): `reset(key, params) -> (obs, state)`,
+`step(key, state, action, params) -> (obs, state, reward, done, info)` with info["truncated"] and
+info["achievements"]; attributes `obs_shape`, `num_actions`, `achievement_names`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+@struct.dataclass
+class VecState:
+    env: Any                 # [N] environment states
+    spare: Any               # [N] pre-generated next worlds, each from its slot's own row
+    spare_obs: jax.Array     # [N, *obs_shape] observations of the spares
+    spare_fresh: jax.Array   # bool[N]: the spare has not been used yet
+    episode_return: jax.Array  # f32[N] running return of the current episode
+    episode_length: jax.Array  # i32[N]
+    refresh_cursor: jax.Array  # i32: where the round-robin refresh continues
+
+
+@struct.dataclass
+class StepInfo:
+    """Per-step outputs, all with leading [N]. Episode fields describe the episode that just ended (valid where done)."""
+
+    reward: jax.Array
+    done: jax.Array
+    truncated: jax.Array       # ended by the time limit, not by death
+    episode_return: jax.Array
+    episode_length: jax.Array
+    achievements: jax.Array    # bool[N, A]: unlocked in the finished episode
+    row: jax.Array             # i32[N]: the config row the slot ran
+    stale_reset: jax.Array     # bool[N]: done, and the restart reused the previous starting world
+
+
+def _select(mask, on_true, on_false):
+    """Leafwise per-env select with a [N] mask broadcast over trailing dims."""
+    def pick(a, b):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+    return jax.tree.map(pick, on_true, on_false)
+
+
+def _gather(bank, rows):
+    return jax.tree.map(lambda x: x[rows], bank)
+
+
+@dataclasses.dataclass(frozen=True)
+class VecEnv:
+    """`num_envs` copies of `env`, each running its own bank row. Static (hashable): closed over by jitted code."""
+
+    env: Any
+    num_envs: int
+    resets_per_step: int = 0  # 0 means max(1, num_envs // 64)
+
+    @property
+    def refresh_count(self) -> int:
+        return min(self.num_envs, self.resets_per_step or max(1, self.num_envs // 64))
+
+    def reset(self, key: jax.Array, bank, rows: jax.Array) -> tuple[jax.Array, VecState]:
+        """Fresh worlds (and fresh spares) for every slot from its row. Call after changing which rows slots run."""
+        key_now, key_spare = jax.random.split(key)
+        params = _gather(bank, rows)
+        reset = jax.vmap(self.env.reset)
+        obs, state = reset(jax.random.split(key_now, self.num_envs), params)
+        spare_obs, spare = reset(jax.random.split(key_spare, self.num_envs), params)
+        n = self.num_envs
+        return obs, VecState(env=state, spare=spare, spare_obs=spare_obs, spare_fresh=jnp.ones(n, bool),
+                             episode_return=jnp.zeros(n, jnp.float32), episode_length=jnp.zeros(n, jnp.int32),
+                             refresh_cursor=jnp.zeros((), jnp.int32))
+
+    def step(self, key: jax.Array, vstate: VecState, actions: jax.Array, bank, rows: jax.Array):
+        key_step, key_refresh = jax.random.split(key)
+        params = _gather(bank, rows)
+        obs, state, reward, done, info = jax.vmap(self.env.step)(
+            jax.random.split(key_step, self.num_envs), vstate.env, actions, params)
+
+        episode_return = vstate.episode_return + reward
+        episode_length = vstate.episode_length + 1
+        step_info = StepInfo(
+            reward=reward, done=done, truncated=info["truncated"] & done, episode_return=episode_return,
+            episode_length=episode_length, achievements=info["achievements"], row=rows,
+            stale_reset=done & ~vstate.spare_fresh)
+
+        # Episode ends: swap in the spare world (already generated from this slot's row).
+        state = _select(done, vstate.spare, state)
+        obs = jnp.where(done.reshape(done.shape + (1,) * (obs.ndim - 1)), vstate.spare_obs, obs)
+        vstate = vstate.replace(env=state, spare_fresh=vstate.spare_fresh & ~done,
+                                episode_return=jnp.where(done, 0.0, episode_return),
+                                episode_length=jnp.where(done, 0, episode_length))
+        return obs, self._refresh_spares(key_refresh, vstate, bank, rows), step_info
+
+    def _refresh_spares(self, key, vstate: VecState, bank, rows) -> VecState:
+        """Regenerate up to `refresh_count` stale spares, round-robin from the cursor, each from its own row."""
+        n, k = self.num_envs, self.refresh_count
+        stale_from_cursor = jnp.roll(~vstate.spare_fresh, -vstate.refresh_cursor)
+        (picked,) = jnp.nonzero(stale_from_cursor, size=k, fill_value=n)
+        valid = picked < n
+        slots = jnp.where(valid, (picked + vstate.refresh_cursor) % n, n)  # n = out of range: dropped below
+        new_obs, new_spare = jax.vmap(self.env.reset)(
+            jax.random.split(key, k), _gather(bank, rows[jnp.minimum(slots, n - 1)]))
+        scatter = lambda old, new: old.at[slots].set(new, mode="drop")  # noqa: E731
+        last = jnp.max(jnp.where(valid, picked, -1))
+        return vstate.replace(
+            spare=jax.tree.map(scatter, vstate.spare, new_spare),
+            spare_obs=scatter(vstate.spare_obs, new_obs),
+            spare_fresh=vstate.spare_fresh.at[slots].set(True, mode="drop"),
+            refresh_cursor=(vstate.refresh_cursor + last + 1) % n)

@@ -1,0 +1,54 @@
+"""Shared, session-scoped compiled functions: Craftax compiles take 10-30 s on CI's CPUs, so compile each once."""
+
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import pytest  # noqa: E402
+
+from envgen_jax.envs.crafter import CrafterEnv  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def crafter_env():
+    return CrafterEnv()
+
+
+@pytest.fixture(scope="session")
+def crafter_reset_many(crafter_env):
+    """jit(vmap(reset)) over (keys[K], bank[K]): one compile serves every world-generation test."""
+    return jax.jit(jax.vmap(crafter_env.reset))
+
+
+@pytest.fixture(scope="session")
+def crafter_rollout(crafter_env):
+    """jit: reset one env, then run a fixed action sequence; returns per-step obs, reward, done and final state."""
+
+    def rollout(key, params, actions):
+        reset_key, step_key = jax.random.split(key)
+        obs0, state = crafter_env.reset(reset_key, params)
+
+        def body(state, inputs):
+            key, action = inputs
+            obs, state, reward, done, info = crafter_env.step(key, state, action, params)
+            return state, (obs, reward, done, state.map, state.inventory.wood)
+
+        keys = jax.random.split(step_key, actions.shape[0])
+        final, trace = jax.lax.scan(body, state, (keys, actions))
+        return obs0, trace, final
+
+    return jax.jit(rollout)
+
+
+def random_actions(seed: int, n: int):
+    return jax.random.randint(jax.random.PRNGKey(seed), (n,), 0, 17)
+
+
+def rows_of(tree, index):
+    return jax.tree.map(lambda x: x[index], tree)
+
+
+def tree_equal(a, b) -> bool:
+    return all(bool(jnp.all(x == y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
