@@ -1,0 +1,130 @@
+"""Environment stepping, side by side in one run (issue 2):
+
+  craftax        craftax's own CraftaxClassicSymbolicEnvNoAutoReset, default params, vmapped (no resets)
+  craftax_auto   craftax's CraftaxClassicSymbolicEnv (auto-reset: a new world every step for every env)
+  ours_original  our CrafterEnv, one original-config row, vmapped (no resets)
+  ours_hetero    our CrafterEnv, a bank of 8 different configurations, slots spread over rows (no resets)
+  ours_resets    VecEnv (config-aware auto-resets) over the heterogeneous bank, 1024-step episodes
+
+Ratios printed: ours_original / craftax, ours_hetero / ours_original, ours_resets / ours_hetero.
+Absolute steps/s mean something only on a GPU, with the device named; on a CPU read the ratios.
+
+  python benchmarks/bench_envs.py --envs 1024 --steps 128           # GPU
+  python benchmarks/bench_envs.py --envs 64 --steps 32 --no-save   # quick CPU check
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import save, time_call  # noqa: E402
+from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, make_params  # noqa: E402
+from envgen_jax.envs.vector import VecEnv  # noqa: E402
+
+HETERO = [
+    CrafterConfig.original(),
+    CrafterConfig(target_biome="mountain", coal_rarity="very common", wood=5, wood_pickaxe=1),
+    CrafterConfig(target_biome="grassland", tree_rarity="very common", peaceful=True),
+    CrafterConfig(target_biome="beaches", iron_rarity="rare", stone=3),
+    CrafterConfig(diamond_rarity="very common", iron_pickaxe=1, table_nearby=True),
+    CrafterConfig(cows="very common", zombies="rare", day_length=100),
+    CrafterConfig(target_biome="mountain", skeletons="very common", stone_sword=1),
+    CrafterConfig(coal_rarity="rare", tree_rarity="rare", furnace_nearby=True),
+]
+
+
+def plain_rollout(reset, step, n, steps):
+    """Reset n envs, then step them `steps` times with random actions (no resets)."""
+    def run(key, params):
+        keys = jax.random.split(key, n + 1)
+        _, state = jax.vmap(reset)(keys[1:], params)
+
+        def body(state, key):
+            a_key, s_key = jax.random.split(key)
+            actions = jax.random.randint(a_key, (n,), 0, 17)
+            _, state, reward, done, _ = jax.vmap(step)(jax.random.split(s_key, n), state, actions, params)
+            return state, reward.sum()
+
+        return jax.lax.scan(body, state, jax.random.split(keys[0], steps))[1]
+
+    return jax.jit(run)
+
+
+def vec_rollout(venv, steps):
+    def run(key, bank, rows):
+        reset_key, key = jax.random.split(key)
+        _, vstate = venv.reset(reset_key, bank, rows)
+
+        def body(vstate, key):
+            a_key, s_key = jax.random.split(key)
+            actions = jax.random.randint(a_key, (venv.num_envs,), 0, 17)
+            _, vstate, info = venv.step(s_key, vstate, actions, bank, rows)
+            return vstate, (info.done.sum(), info.stale_reset.sum())
+
+        return jax.lax.scan(body, vstate, jax.random.split(key, steps))[1]
+
+    return jax.jit(run)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", type=int, nargs="+", default=[1024])
+    parser.add_argument("--steps", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args(argv)
+
+    from craftax.craftax_classic.envs.craftax_symbolic_env import (CraftaxClassicSymbolicEnv,
+                                                                     CraftaxClassicSymbolicEnvNoAutoReset)
+    ours = CrafterEnv()
+    table = []
+    for n in args.envs:
+        key = jax.random.PRNGKey(0)
+        rows = jnp.arange(n) % len(HETERO)
+        original = jax.tree.map(lambda x: x[jnp.zeros(n, jnp.int32)], make_params([CrafterConfig()]))
+        hetero = jax.tree.map(lambda x: x[rows], make_params(HETERO))
+        resets_bank = make_params([CrafterConfig(**{**c.__dict__, "episode_length": 1024}) for c in HETERO])
+
+        results = {}
+        for name, ref in [("craftax", CraftaxClassicSymbolicEnvNoAutoReset()), ("craftax_auto", CraftaxClassicSymbolicEnv())]:
+            params = jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (n,)), ref.default_params)
+            results[name] = time_call(plain_rollout(ref.reset, ref.step, n, args.steps), key, params,
+                                      repeats=args.repeats)
+        results["ours_original"] = time_call(plain_rollout(ours.reset, ours.step, n, args.steps), key, original,
+                                             repeats=args.repeats)
+        results["ours_hetero"] = time_call(plain_rollout(ours.reset, ours.step, n, args.steps), key, hetero,
+                                           repeats=args.repeats)
+        venv = VecEnv(ours, n)
+        vec = vec_rollout(venv, args.steps)
+        results["ours_resets"] = time_call(vec, key, resets_bank, rows, repeats=args.repeats)
+        dones, stale = vec(key, resets_bank, rows)
+        results["ours_resets"].update(episodes_ended=int(dones.sum()), stale_resets=int(stale.sum()),
+                                      resets_per_step=venv.refresh_count)
+        for r in results.values():
+            r["steps_per_s"] = n * args.steps / r["median_s"]
+        sps = {k: v["steps_per_s"] for k, v in results.items()}
+        ratios = {"ours_original_vs_craftax": sps["ours_original"] / sps["craftax"],
+                  "hetero_vs_homogeneous": sps["ours_hetero"] / sps["ours_original"],
+                  "with_resets_vs_without": sps["ours_resets"] / sps["ours_hetero"],
+                  "craftax_autoreset_vs_no_reset": sps["craftax_auto"] / sps["craftax"]}
+        table.append({"num_envs": n, "steps": args.steps, "results": results, "ratios": ratios})
+        print(f"\n{n} envs x {args.steps} steps on {jax.devices()[0]}")
+        for k, v in sps.items():
+            print(f"  {k:14s} {v:12,.0f} steps/s   (compile+first {results[k]['compile_and_first_call_s']:.1f}s)")
+        for k, v in ratios.items():
+            print(f"  {k:32s} {v:6.3f}")
+    payload = {"benchmark": "envs", "rows": table}
+    if not args.no_save:
+        print("saved", save("envs", payload))
+    return payload
+
+
+if __name__ == "__main__":
+    main()

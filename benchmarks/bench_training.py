@@ -1,0 +1,197 @@
+"""Training throughput vs env-only stepping, homogeneous vs heterogeneous config banks.
+
+For each env count N (per seed, one seed):
+  env-only   random actions through VecEnv in a jitted lax.scan of `num_steps` steps (the upper limit)
+  train-homo train_chunk (Craftax-baseline PPO: 64 steps, 4 epochs x 8 minibatches, 3 x 512 MLP) with a bank of K
+             rows that are all the original config
+  train-het  the same compiled train_chunk with a bank of K different configs (biomes, rarities, inventories, ...)
+Compile time is measured on its own (AOT lower + compile); each timed function is warmed up twice, then timed
+`repeats` times with block_until_ready, and the best and median are kept. SPS = env steps / second.
+
+    python benchmarks/bench_training.py                      # GPU default: N = 1024 .. 16384
+    python benchmarks/bench_training.py --cpu-tiny           # CPU smoke: N = 8, 32, tiny updates
+
+Writes benchmarks/results/bench_training_<platform>_<UTC time>.json (device, versions, git commit, numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envgen_jax.envs.crafter.config import CrafterConfig  # noqa: E402
+from envgen_jax.envs.crafter.env import CrafterEnv, make_params  # noqa: E402
+from envgen_jax.envs.vector import VecEnv  # noqa: E402
+from envgen_jax.trainer.ppo import PPOConfig, make_trainer  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def heterogeneous_configs(k: int) -> list[CrafterConfig]:
+    base = CrafterConfig.original()
+    menu = [
+        dict(),
+        dict(target_biome="grassland", tree_rarity="very common", cows="very common"),
+        dict(target_biome="mountain", coal_rarity="very common", iron_rarity="very common", skeletons="rare"),
+        dict(target_biome="beaches", wood=3, stone=2, wood_pickaxe=1),
+        dict(table_nearby=True, furnace_nearby=True, coal=2, iron=1, episode_length=1024),
+        dict(peaceful=True, day_length=100, diamond_rarity="very common"),
+        dict(zombies="very common", wood_sword=1, stone_sword=1, episode_length=512),
+        dict(target_biome="mountain", stone_pickaxe=1, iron_rarity="rare", cows="none"),
+    ]
+    return [dataclasses.replace(base, **menu[i % len(menu)]) for i in range(k)]
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                             cwd=Path(__file__).resolve().parents[1])
+        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True,
+                               cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "")
+    except Exception:  # no git, or no commit yet
+        return "unknown"
+
+
+def time_calls(fn, state, repeats: int, warmup: int = 2):
+    """Warm up, then time `repeats` calls of state -> fn(state) (the state is threaded, as donation requires)."""
+    for _ in range(warmup):
+        state = jax.block_until_ready(fn(state))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        state = jax.block_until_ready(fn(state))
+        times.append(time.perf_counter() - t0)
+    return state, times
+
+
+def bench_env_only(env, n: int, num_steps: int, bank, rows, repeats: int, resets_per_step: int):
+    venv = VecEnv(env, n, resets_per_step)
+
+    def run(key, vstate, obs, bank, rows):
+        def body(carry, k):
+            vstate, obs, ret = carry
+            k_act, k_env = jax.random.split(k)
+            actions = jax.random.randint(k_act, (n,), 0, env.num_actions)
+            obs, vstate, info = venv.step(k_env, vstate, actions, bank, rows)
+            return (vstate, obs, ret + info.reward.sum()), None
+
+        key, k = jax.random.split(key)
+        (vstate, obs, ret), _ = jax.lax.scan(body, (vstate, obs, jnp.float32(0)), jax.random.split(k, num_steps))
+        return key, vstate, obs, ret
+
+    obs, vstate = jax.jit(venv.reset)(jax.random.PRNGKey(0), bank, rows)
+    key = jax.random.PRNGKey(1)
+    jitted = jax.jit(run, donate_argnums=(1, 2))
+    t0 = time.perf_counter()
+    compiled = jitted.lower(key, vstate, obs, bank, rows).compile()
+    compile_s = time.perf_counter() - t0
+
+    def step(s):
+        key, vstate, obs, _ = s
+        return compiled(key, vstate, obs, bank, rows)
+
+    _, times = time_calls(step, (key, vstate, obs, None), repeats)
+    return compile_s, times, num_steps * n
+
+
+def bench_train(env, cfg: PPOConfig, updates: int, banks: dict, rows, repeats: int):
+    trainer = make_trainer(env, cfg)
+    first = next(iter(banks.values()))
+    ts = trainer.init(first, rows)
+    t0 = time.perf_counter()
+    compiled = trainer.compile_train_chunk(ts, first, rows, num_updates=updates)
+    compile_s = time.perf_counter() - t0
+    out = {}
+    for name, bank in banks.items():
+        def step(s, bank=bank):
+            ts, _ = s
+            return compiled(ts, bank, rows)
+
+        (ts, _), times = time_calls(step, (ts, None), repeats)
+        out[name] = times
+    return compile_s, out, updates * cfg.steps_per_update
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--env-counts", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
+    ap.add_argument("--cpu-tiny", action="store_true", help="tiny sizes for a CPU smoke run")
+    ap.add_argument("--num-steps", type=int, default=64, help="rollout length per update (and env-only scan)")
+    ap.add_argument("--updates", type=int, default=4, help="PPO updates per timed train_chunk")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--bank-rows", type=int, default=16, help="K: config rows in both banks")
+    ap.add_argument("--width", type=int, default=512)
+    ap.add_argument("--resets-per-step", type=int, default=0, help="VecEnv refreshes per step (0: its default)")
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    if args.cpu_tiny:
+        args.env_counts, args.num_steps, args.updates, args.repeats, args.width = [8, 32], 16, 2, 2, 64
+
+    env = CrafterEnv()
+    k = args.bank_rows
+    homo = make_params([CrafterConfig.original()] * k)
+    het = make_params(heterogeneous_configs(k))
+    device = jax.devices()[0]
+    print(f"device {device.device_kind} ({device.platform}), jax {jax.__version__}, K={k} rows, "
+          f"{args.num_steps} steps/update, {args.updates} updates/chunk")
+    results = []
+    for n in args.env_counts:
+        rows = jnp.asarray(np.arange(n) * k // n, jnp.int32)  # contiguous blocks of n / k envs per row
+        cfg = PPOConfig.craftax_baseline(num_envs=n, num_steps=args.num_steps, width=args.width,
+                                         total_updates=10 ** 6, resets_per_step=args.resets_per_step,
+                                         num_minibatches=min(8, n * args.num_steps))
+        env_compile, env_times, env_steps = bench_env_only(env, n, args.num_steps, het, rows, args.repeats,
+                                                           args.resets_per_step)
+        tr_compile, tr_times, tr_steps = bench_train(env, cfg, args.updates, {"homogeneous": homo,
+                                                                              "heterogeneous": het}, rows,
+                                                     args.repeats)
+        sps = lambda steps, ts: steps / min(ts)  # noqa: E731
+        rec = {
+            "num_envs": n,
+            "env_only": {"compile_s": env_compile, "times_s": env_times, "sps": sps(env_steps, env_times)},
+            "train_homogeneous": {"compile_s": tr_compile, "times_s": tr_times["homogeneous"],
+                                  "sps": sps(tr_steps, tr_times["homogeneous"])},
+            "train_heterogeneous": {"times_s": tr_times["heterogeneous"],
+                                    "sps": sps(tr_steps, tr_times["heterogeneous"])},
+        }
+        rec["ratio_train_homo_over_env"] = rec["train_homogeneous"]["sps"] / rec["env_only"]["sps"]
+        rec["ratio_train_het_over_env"] = rec["train_heterogeneous"]["sps"] / rec["env_only"]["sps"]
+        rec["ratio_het_over_homo"] = rec["train_heterogeneous"]["sps"] / rec["train_homogeneous"]["sps"]
+        results.append(rec)
+        print(f"N={n:6d}  env-only {rec['env_only']['sps']:12,.0f} sps (compile {env_compile:5.1f}s)  "
+              f"train homo {rec['train_homogeneous']['sps']:12,.0f} sps (compile {tr_compile:5.1f}s)  "
+              f"het {rec['train_heterogeneous']['sps']:12,.0f} sps  train/env {rec['ratio_train_homo_over_env']:.2f}  "
+              f"het/homo {rec['ratio_het_over_homo']:.3f}", flush=True)
+
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    payload = {
+        "benchmark": "bench_training", "utc": stamp, "device": str(device), "device_kind": device.device_kind,
+        "platform": device.platform, "jax_version": jax.__version__, "python": platform.python_version(),
+        "git_commit": git_commit(), "host": platform.node(), "cpu_count": os.cpu_count(),
+        "settings": vars(args), "results": results,
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bench_training_{device.platform}_{stamp}.json"
+    path.write_text(json.dumps(payload, indent=2))
+    print(f"wrote {path}")
+    return payload
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""`envgen-jax llm generate`: run the designer alone and write the validated configurations.
+
+    envgen-jax llm generate --env crafter --out envs.json
+    envgen-jax llm generate --env crafter --feedback success.json --previous envs.json --out envs2.json
+    envgen-jax llm generate --backend replay --transcript envs.transcript.jsonl --out again.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from envgen_jax.llm.designer import Designer
+from envgen_jax.llm.errors import LLMError
+from envgen_jax.llm.settings import BACKENDS, LOCAL_MODEL_ALIAS, LLMSettings
+from envgen_jax.llm.spec import env_names, get_env_spec
+from envgen_jax.schema import ConfigError
+
+
+def add_llm_commands(subparsers) -> None:
+    """Register `llm generate` on an argparse subparsers object. Its handler, `args.handler(args)` (also set as
+    `args.func`), returns 0, or prints `error: ...` and exits with status 1."""
+    llm = subparsers.add_parser("llm", help="the LLM environment designer")
+    commands = llm.add_subparsers(dest="llm_command", metavar="COMMAND", required=True)
+    gen = commands.add_parser("generate", help="ask the LLM for environment configurations and write them",
+                              description="Ask the LLM for validated environment configurations (EnvGen step 1, or "
+                                          "step 4 with --feedback) and write them as JSON.")
+    gen.add_argument("--env", default="crafter", choices=env_names(), help="environment (default crafter)")
+    gen.add_argument("--num-envs", type=int, default=4, metavar="N", help="configurations to ask for (default 4)")
+    gen.add_argument("--feedback", type=Path, metavar="FILE.json",
+                     help="success rates in %%: {achievement: [mean, std]} or {achievement: mean}")
+    gen.add_argument("--previous", type=Path, metavar="ENVS.json",
+                     help="the configurations the agent trained in (an earlier --out file), for --feedback")
+    gen.add_argument("--out", type=Path, default=Path("envs.json"), help="output file (default envs.json)")
+    gen.add_argument("--backend", choices=BACKENDS, default=None,
+                     help="auto (default): openai if a base URL is set, else the bundled local model")
+    gen.add_argument("--model", help="model name on the endpoint (required for openai)")
+    gen.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
+                                        "(default: OPENAI_BASE_URL); the key comes from OPENAI_API_KEY")
+    gen.add_argument("--transcript", type=Path, metavar="FILE.jsonl",
+                     help="JSONL transcript to append to (default: next to --out); with --backend replay, the "
+                          "transcript to replay")
+    gen.add_argument("--llm-config", type=Path, metavar="FILE.yaml",
+                     help="LLM settings (YAML, the keys of LLMSettings, or a run config with an llm: section)")
+    gen.add_argument("--temperature", type=float)
+    gen.add_argument("--max-tokens", type=int)
+    gen.add_argument("--timeout", type=float, help="seconds per request")
+    gen.add_argument("--max-repairs", type=int, help="repair turns after an invalid reply (default 2)")
+    gen.set_defaults(func=run_generate, handler=run_generate)
+
+
+def _settings(args) -> LLMSettings:
+    data = LLMSettings.from_file(args.llm_config).to_dict(secrets=True) if args.llm_config else {}
+    overrides = {"backend": args.backend, "model": args.model, "base_url": args.base_url,
+                 "temperature": args.temperature, "max_tokens": args.max_tokens, "timeout_s": args.timeout,
+                 "max_repairs": args.max_repairs}
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    if data.get("backend") == "replay":
+        if not args.transcript:
+            raise LLMError("--backend replay needs --transcript FILE.jsonl (the transcript to replay)")
+        data["replay_path"] = str(args.transcript)
+    return LLMSettings.from_dict(data)
+
+
+def _read_json(path: Path, what: str):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise LLMError(f"cannot read the {what} file {path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise LLMError(f"the {what} file {path} is not JSON: {e}") from None
+
+
+def _previous(path: Path, spec) -> list:
+    data = _read_json(path, "--previous")
+    envs = data.get("environments") if isinstance(data, dict) else None
+    if not isinstance(envs, list):
+        raise LLMError(f"{path}: expected an `llm generate` output with an \"environments\" list")
+    return [spec.config_cls.from_dict(e.get("config") if isinstance(e, dict) else e,
+                                      where=f"{path}: environments[{i}].config") for i, e in enumerate(envs)]
+
+
+def run_generate(args) -> int:
+    try:
+        spec = get_env_spec(args.env)
+        settings = _settings(args)
+        replaying = settings.resolved_backend() == "replay"
+        transcript = None if replaying else (args.transcript or args.out.with_suffix(".transcript.jsonl"))
+        success = _read_json(args.feedback, "--feedback") if args.feedback else None
+        previous = _previous(args.previous, spec) if args.previous else None
+        with Designer(spec, settings, transcript) as designer:
+            if success is None:
+                configs, purposes = designer.generate(args.num_envs)
+            else:
+                configs, purposes = designer.feedback(success, args.num_envs, previous=previous)
+        backend = settings.resolved_backend()
+        model = LOCAL_MODEL_ALIAS if backend == "local" else settings.model
+        out = {"env": spec.name, "backend": backend, "model": model,
+               "environments": [{"purpose": p, "config": c.to_dict()} for c, p in zip(configs, purposes)]}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    except (LLMError, ConfigError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    for i, (c, p) in enumerate(zip(configs, purposes), 1):
+        print(f"{i}. {c.summary()}\n   purpose: {p}")
+    print(f"wrote {len(configs)} configurations to {args.out}" + (f"; transcript {transcript}" if transcript else ""))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (`python -m envgen_jax.llm.cli llm generate ...`) until the main CLI registers these."""
+    parser = argparse.ArgumentParser(prog="envgen-jax")
+    add_llm_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""The LLM environment designer: EnvGen steps 1 (generate) and 4 (feedback) as one continuing conversation.
+
+    with Designer("crafter", LLMSettings(), "runs/x/llm_transcript.jsonl") as designer:
+        configs, purposes = designer.generate(4)
+        ...train...
+        configs, purposes = designer.feedback({"collect_coal": (38.0, 6.0), ...}, 4)
+        state = designer.state_dict()          # checkpoint with the run
+    designer = Designer.from_state(state, settings, transcript_path)   # resume after an LLM step
+
+A design call either returns exactly n validated configurations or raises: `DesignError` when the model's replies
+stayed invalid after `max_repairs` repair turns, `LLMError` when the endpoint failed. Neither changes the
+conversation, so the caller's checkpoint stays consistent and the step can simply be retried later.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
+
+from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, make_openai_client
+from envgen_jax.llm.errors import DesignError, LLMError
+from envgen_jax.llm.local_server import LocalServer
+from envgen_jax.llm.prompts import feedback_prompt, generation_prompt, output_schema, repair_prompt
+from envgen_jax.llm.reply import parse_reply
+from envgen_jax.llm.settings import LOCAL_MODEL_ALIAS, LLMSettings
+from envgen_jax.llm.spec import EnvSpec, get_env_spec
+from envgen_jax.llm.transcript import ReplayBackend, Transcript
+
+STATE_VERSION = 1
+MAX_ECHO_CHARS = 4000  # an invalid reply is echoed back for repair at most this long, to spare the context window
+
+
+class Design(NamedTuple):
+    configs: list      # validated config objects (e.g. CrafterConfig), exactly as many as asked
+    purposes: list     # the model's free-text purpose of each; informational only, never parsed
+
+
+class Designer:
+    def __init__(self, env: str | EnvSpec, settings: LLMSettings | None = None,
+                 transcript_path: str | Path | None = None, *, client: Any = None,
+                 sleep: Callable[[float], None] = time.sleep):
+        """`client`: an object with `.chat.completions.create` (e.g. `openai.OpenAI`) to use instead of the
+        backend named in `settings`; tests inject fakes here."""
+        self.spec = get_env_spec(env)
+        self.settings = settings or LLMSettings()
+        self.transcript = Transcript(transcript_path)
+        self._client_override = client
+        self._sleep = sleep
+        self._llm: LLMClient | None = None
+        self.server: LocalServer | None = None
+        self.messages: list[dict] = []   # the conversation: accepted turns only (user, assistant, user, ...)
+        self.configs: list = []          # the last accepted design
+        self.purposes: list[str] = []
+        self.requests = 0                # generate/feedback calls that succeeded
+        self._mode: str | None = None    # structured-output mode learned so far (restored on resume)
+        self._calls = 0                  # backend calls so far (a replay resumes after them)
+
+    # -- public API -------------------------------------------------------------------------------------------
+
+    def generate(self, n: int = 4) -> Design:
+        """Ask for n environments. Starts the conversation, or continues it if one exists."""
+        return self._design(generation_prompt(self.spec, self._check_n(n)), n, "generate")
+
+    def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None) -> Design:
+        """Report per-achievement success (name -> (mean %, std %) or mean %) and ask for n new environments.
+
+        `previous`: the configurations the agent trained in; defaults to the last accepted design. With no
+        conversation yet (e.g. a resumed run without state), the generation prompt is sent first in the same turn.
+        """
+        previous = list(self.configs if previous is None else previous)
+        prompt = feedback_prompt(self.spec, success, previous, self._check_n(n), with_generation=not self.messages)
+        return self._design(prompt, n, "feedback")
+
+    def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:
+        """Send any user turn (e.g. a curriculum's prompt) and get n validated environments, with the same
+        structured output, validation, repairs, transcript and replay as `generate`. `kind` labels the transcript.
+        The prompt must itself describe the output format (see `prompts.output_format`)."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise LLMError("the designer's prompt must be non-empty text")
+        return self._design(prompt, self._check_n(n), kind)
+
+    def state_dict(self) -> dict:
+        """JSON-serialisable conversation state (no secrets, no settings)."""
+        return {"version": STATE_VERSION, "env": self.spec.name, "messages": [dict(m) for m in self.messages],
+                "configs": [c.to_dict() for c in self.configs], "purposes": list(self.purposes),
+                "requests": self.requests, "mode": self._llm.mode if self._llm else self._mode,
+                "calls": self._llm.calls if self._llm else self._calls}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], settings: LLMSettings | None = None,
+                   transcript_path: str | Path | None = None, *, env: str | EnvSpec | None = None,
+                   client: Any = None, sleep: Callable[[float], None] = time.sleep) -> "Designer":
+        if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION:
+            raise LLMError(f"not a designer state of version {STATE_VERSION}: "
+                           f"{state.get('version') if isinstance(state, Mapping) else type(state).__name__}")
+        designer = cls(env or state["env"], settings, transcript_path, client=client, sleep=sleep)
+        if designer.spec.name != state["env"]:
+            raise LLMError(f"the state belongs to {state['env']!r}, not {designer.spec.name!r}")
+        if state.get("mode") is not None and state["mode"] not in MODES:
+            raise LLMError(f"designer state: unknown output mode {state['mode']!r}")
+        designer.messages = [{"role": m["role"], "content": m["content"]} for m in state["messages"]]
+        cls_ = designer.spec.config_cls
+        designer.configs = [cls_.from_dict(c, where=f"state.configs[{i}]") for i, c in enumerate(state["configs"])]
+        designer.purposes = list(state["purposes"])
+        designer.requests = int(state["requests"])
+        designer._mode, designer._calls = state.get("mode"), int(state.get("calls", 0))
+        return designer
+
+    def close(self) -> None:
+        """Stop the local server, if one was started. The designer stays usable: the next call reconnects."""
+        if self._llm is not None:
+            self._mode, self._calls = self._llm.mode, self._llm.calls
+            self._llm = None
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def __enter__(self) -> "Designer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_n(n: int) -> int:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise LLMError(f"the number of environments must be a positive integer, got {n!r}")
+        return n
+
+    def _client(self) -> LLMClient:
+        if self._llm is None:
+            backend = self._backend()
+            self._llm = LLMClient(backend, self.settings, mode=self._mode, sleep=self._sleep,
+                                  on_error=self.transcript.write, calls=self._calls)
+        return self._llm
+
+    def _backend(self) -> ChatBackend:
+        s = self.settings
+        kind = s.resolved_backend()
+        if self._client_override is not None:
+            return OpenAIBackend(self._client_override, s.model or LOCAL_MODEL_ALIAS, s, "the injected LLM client")
+        if kind == "replay":
+            return ReplayBackend(s.replay_path, skip=self._calls)
+        if kind == "local":
+            self.server = LocalServer(s.gguf_path, n_ctx=s.n_ctx, n_threads=s.n_threads,
+                                      startup_timeout_s=s.startup_timeout_s).start()
+            client = make_openai_client(s, base_url=self.server.base_url, api_key="local")
+            return OpenAIBackend(client, LOCAL_MODEL_ALIAS, s, f"the local LLM server at {self.server.base_url}")
+        if not s.model:
+            raise LLMError("the openai backend needs a model name (--model or llm.model), e.g. gpt-4o-mini")
+        client = make_openai_client(s)
+        return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})")
+
+    def _design(self, prompt: str, n: int, kind: str) -> Design:
+        cls_ = self.spec.config_cls
+        schema = output_schema(cls_, n)
+        llm = self._client()
+        request = self.requests
+        messages = [*self.messages, {"role": "user", "content": prompt}]
+        parsed = None
+        for attempt in range(self.settings.max_repairs + 1):
+            reply = llm.complete(messages, schema)
+            parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check)
+            self.transcript.write({
+                "event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind, "try": attempt,
+                "mode": llm.mode, "messages": messages, "reply": reply.text, "finish_reason": reply.finish_reason,
+                "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
+                "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
+                "purposes": list(parsed.purposes) if parsed.ok else None,
+                "problems": list(parsed.problems), "accepted": parsed.ok})
+            if parsed.ok:
+                # Failed tries and repair turns stay in the transcript but not in the conversation: later cycles
+                # see a clean history, and small local models keep their context for what matters.
+                self.messages = [*messages[:len(self.messages) + 1], {"role": "assistant", "content": reply.text}]
+                self.configs, self.purposes = list(parsed.configs), list(parsed.purposes)
+                self.requests += 1
+                self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": True,
+                                       "replies": attempt + 1, "repairs": attempt, "problems": []})
+                return Design(list(parsed.configs), list(parsed.purposes))
+            if attempt < self.settings.max_repairs:
+                echo = reply.text if len(reply.text) <= MAX_ECHO_CHARS else reply.text[:MAX_ECHO_CHARS] + " ...(cut)"
+                messages = [*messages, {"role": "assistant", "content": echo or "(empty reply)"},
+                            {"role": "user", "content": repair_prompt(parsed.problems, n)}]
+        replies = self.settings.max_repairs + 1
+        self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": False, "replies": replies,
+                               "repairs": replies - 1, "problems": list(parsed.problems)})
+        raise DesignError(parsed.problems, replies=replies,
+                          transcript=str(self.transcript.path) if self.transcript.path else None)

@@ -1,0 +1,152 @@
+"""Prompt text and the output JSON Schema, rendered from editable templates and the environment's own schema.
+
+Templates are plain text files under `prompts/` with `${placeholder}` fields (`string.Template`, so JSON braces need
+no escaping). The settings list comes from `config_cls.describe_settings()` and the JSON Schema from
+`config_cls.json_schema()`: the prompt, the structured-output constraint and the validator share one source.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import string
+from typing import Any, Mapping, Sequence
+
+from envgen_jax.llm.errors import LLMError
+from envgen_jax.llm.spec import PROMPTS_DIR, EnvSpec
+
+# Fields a template must keep: without them the LLM would not learn what it may set or what happened.
+REQUIRED_FIELDS = {
+    "generate": ("achievements", "settings", "rules", "output_format", "num_envs"),
+    "feedback": ("success", "previous_configs", "output_format", "num_envs"),
+}
+
+Success = Mapping[str, Any]  # name -> (mean %, std %) or mean %
+
+
+def render(template: str, where: str, required: Sequence[str] = (), **values: Any) -> str:
+    fields = {m.group("named") or m.group("braced") for m in string.Template.pattern.finditer(template)} - {None}
+    missing = [name for name in required if name not in fields]
+    if missing:
+        raise LLMError(f"prompt template {where} lacks {', '.join('${' + m + '}' for m in missing)}; "
+                       f"every template of this kind must contain {', '.join('${' + r + '}' for r in required)}")
+    try:
+        return string.Template(template).substitute({k: str(v) for k, v in values.items()})
+    except KeyError as e:
+        raise LLMError(f"prompt template {where} uses the unknown field ${{{e.args[0]}}}; "
+                       f"available: {', '.join(sorted(values))}") from None
+    except ValueError as e:  # a lone "$": the template must write "$$" for a literal dollar sign
+        raise LLMError(f"prompt template {where}: {e} (write $$ for a literal $)") from None
+
+
+def example_config(config_cls) -> dict:
+    """A small valid config for the output-format example: the first setting of each section, changed."""
+    out: dict = {}
+    for section in config_cls.sections():
+        s = next(s for s in config_cls.schema() if s.section == section)
+        allowed = s.json_schema().get("enum", [True, False])
+        out[section] = {s.name: next(v for v in allowed if v != s.default)}
+    config_cls.from_dict(out)  # the example itself must pass the validator
+    return out
+
+
+def example_environment(spec: EnvSpec) -> dict:
+    """One example environment: `<name>_example.json` if the environment has one, else built from the schema.
+    Either way it is validated, so an edited example cannot teach the LLM a setting the validator rejects."""
+    path = spec.template_path("example").with_suffix(".json")
+    if not path.is_file():
+        return {"purpose": "Practise the skills these settings make easy to reach.",
+                "config": example_config(spec.config_cls)}
+    try:
+        example = json.loads(path.read_text(encoding="utf-8"))
+        spec.config_cls.from_dict(example["config"], where=f"{path.name}: config")
+    except (ValueError, KeyError, TypeError) as e:
+        raise LLMError(f"the example environment {path} is not a valid "
+                       f"{{\"purpose\": ..., \"config\": ...}} object: {e}") from None
+    return {"purpose": str(example.get("purpose", "")), "config": example["config"]}
+
+
+def output_format(spec: EnvSpec, n: int) -> str:
+    example = example_environment(spec)
+    return render((PROMPTS_DIR / "output_format.txt").read_text(encoding="utf-8"), "output_format.txt",
+                  ("num_envs",), num_envs=n, example=json.dumps(example)).strip()
+
+
+def generation_prompt(spec: EnvSpec, n: int) -> str:
+    rules = spec.read_template("rules").strip()
+    return render(spec.read_template("generate"), str(spec.template_path("generate")), REQUIRED_FIELDS["generate"],
+                  title=spec.title, num_envs=n, achievements="\n".join(spec.achievements),
+                  settings=spec.config_cls.describe_settings(), rules=rules,
+                  output_format=output_format(spec, n)).strip()
+
+
+def normalise_success(spec: EnvSpec, success: Success) -> dict[str, tuple[float, float]]:
+    """Check feedback numbers: every achievement present, nothing unknown, percentages in [0, 100]."""
+    if not isinstance(success, Mapping):
+        raise LLMError(f"success rates must be a mapping achievement -> [mean, std] or mean, "
+                       f"got {type(success).__name__}")
+    problems, out = [], {}
+    for name in success:
+        if name not in spec.achievements:
+            problems.append(f"{name!r} is not a {spec.title} achievement")
+    for name in spec.achievements:
+        if name not in success:
+            problems.append(f"{name}: missing")
+            continue
+        value = success[name]
+        pair = list(value) if isinstance(value, (list, tuple)) else [value, 0.0]
+        ok = len(pair) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                    for v in pair)
+        if not ok or not (0 <= pair[0] <= 100) or not (0 <= pair[1] <= 100):
+            problems.append(f"{name}: {value!r} is not a percentage in [0, 100] or a [mean, std] pair of them")
+            continue
+        out[name] = (float(pair[0]), float(pair[1]))
+    if problems:
+        raise LLMError("bad success rates for the feedback prompt:\n" + "\n".join(f"  - {p}" for p in problems))
+    return out
+
+
+def _pct(x: float) -> str:
+    # Integers as in the paper, but keep decimals below 10 % so rare skills (0.4 %, 0.05 %) do not read as 0 %.
+    if x == 0 or x >= 10:
+        return f"{x:.0f}"
+    return f"{x:.1f}".rstrip("0").rstrip(".") if x >= 1 else f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def format_success(spec: EnvSpec, success: Success) -> str:
+    rates = normalise_success(spec, success)
+    return "\n".join(f"{name}: {_pct(m)}% +/- {_pct(s)}%" for name, (m, s) in rates.items())
+
+
+def format_configs(configs: Sequence[Any]) -> str:
+    if not configs:
+        return "(not available)"
+    return "\n".join(f"Environment {i + 1}: {json.dumps(c.to_dict(only_changed=True))}" for i, c in enumerate(configs))
+
+
+def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n: int,
+                    with_generation: bool = False) -> str:
+    """The feedback turn. `with_generation` prepends the generation prompt, for a conversation that starts here."""
+    text = render(spec.read_template("feedback"), str(spec.template_path("feedback")), REQUIRED_FIELDS["feedback"],
+                  title=spec.title, num_envs=n, success=format_success(spec, success),
+                  previous_configs=format_configs(previous), output_format=output_format(spec, n)).strip()
+    return generation_prompt(spec, n) + "\n\n" + text if with_generation else text
+
+
+def repair_prompt(problems: Sequence[str], n: int) -> str:
+    return render((PROMPTS_DIR / "repair.txt").read_text(encoding="utf-8"), "repair.txt", ("problems",),
+                  problems="\n".join(f"- {p}" for p in problems), num_envs=n).strip()
+
+
+def output_schema(config_cls, n: int) -> dict:
+    """JSON Schema of a whole reply: exactly n environments, each a purpose and a valid config."""
+    return {
+        "type": "object",
+        "properties": {"environments": {
+            "type": "array", "minItems": n, "maxItems": n,
+            "items": {"type": "object", "properties": {"purpose": {"type": "string"},
+                                                        "config": config_cls.json_schema()},
+                      "required": ["purpose", "config"], "additionalProperties": False}}},
+        "required": ["environments"],
+        "additionalProperties": False,
+    }

@@ -1,0 +1,190 @@
+"""Turn an LLM reply into validated configurations, or into a list of problems to send back for repair.
+
+Nothing is dropped or defaulted: a reply is accepted only when it holds exactly the asked-for number of environments
+and every one validates. Purposes are free text, kept verbatim and never parsed, so instructions injected there
+cannot change a configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any, Callable
+
+MAX_REPLY_CHARS = 100_000     # 4 full Crafter configs are about 4k characters; far beyond that is runaway output
+MAX_PURPOSE_CHARS = 2_000
+MAX_DEPTH = 8                 # {"environments": [{"config": {section: {name: value}}}]} is depth 4
+MAX_PROBLEM_CHARS = 300       # keep echoed junk short in repair prompts and error messages
+MAX_PROBLEMS = 40
+MAX_SCAN_STARTS = 50          # brace positions tried when looking for JSON inside prose
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedReply:
+    configs: tuple = ()
+    purposes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    source: str = ""          # where the JSON came from: "whole", "fenced" or "embedded"
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise _Duplicate(f"duplicate key {dup[0]!r}")
+    return dict(pairs)
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+
+
+def _clip(message: str) -> str:
+    return message if len(message) <= MAX_PROBLEM_CHARS else message[:MAX_PROBLEM_CHARS - 15] + " ...(truncated)"
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth, iteratively so hostile input cannot exhaust the stack."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, d = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, d)
+            if d > MAX_DEPTH:
+                return d
+            stack.extend((v, d + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _looks_like_reply(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "environments" in value
+    # A bare list of environment objects; a list of numbers from inside a truncated reply is not one.
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(v, dict) and ("config" in v or "purpose" in v) for v in value)
+
+
+def extract_json(text: str) -> tuple[Any, str, list[str]]:
+    """Find the reply's JSON: the whole text, else a fenced block, else the first JSON value embedded in prose."""
+    stripped = text.strip().lstrip("\ufeff")
+    errors: list[str] = []
+
+    def attempt(candidate: str, source: str):
+        try:
+            return _loads(candidate)
+        except RecursionError:
+            errors.append(f"the {source} JSON is nested too deeply")
+        except (ValueError, _Duplicate) as e:
+            errors.append(f"the {source} JSON is malformed: {e}")
+        return None
+
+    if stripped[:1] in "{[" and stripped:
+        value = attempt(stripped, "reply's")
+        if value is not None:
+            return value, "whole", []
+    for block in _FENCE.findall(text):
+        value = attempt(block.strip(), "fenced")
+        if _looks_like_reply(value):
+            return value, "fenced", []
+    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    for start in [m.start() for m in re.finditer(r"[{\[]", text)][:MAX_SCAN_STARTS]:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        if _looks_like_reply(value):
+            return value, "embedded", []
+    if not errors:
+        errors.append("the reply holds no JSON object with an \"environments\" list")
+    return None, "", errors[:1]
+
+
+def parse_reply(text: str, config_cls, n: int, finish_reason: str | None = None,
+                check: Callable[[Any, str], list[str]] | None = None) -> ParsedReply:
+    """`check(config, where)`: optional extra problems of a validated config (see EnvSpec.check)."""
+    problems = _parse(text, config_cls, n, finish_reason, check)
+    if isinstance(problems, ParsedReply):
+        return problems
+    if len(problems) > MAX_PROBLEMS:
+        problems = problems[:MAX_PROBLEMS] + [f"... and {len(problems) - MAX_PROBLEMS} more problems"]
+    return ParsedReply(problems=tuple(_clip(p) for p in problems))
+
+
+def _parse(text: str, config_cls, n: int, finish_reason: str | None, check) -> ParsedReply | list[str]:
+    if not isinstance(text, str) or not text.strip():
+        return ["the reply is empty"]
+    if len(text) > MAX_REPLY_CHARS:
+        return [f"the reply is {len(text)} characters long (the limit is {MAX_REPLY_CHARS}); "
+                f"answer with the JSON object only and keep each purpose short"]
+    data, source, errors = extract_json(text)
+    if data is None:
+        if finish_reason == "length":
+            errors.append("the reply was cut off at the token limit; keep each purpose to one or two sentences")
+        return errors
+    if _depth(data) > MAX_DEPTH:
+        return [f"the JSON is nested more than {MAX_DEPTH} levels deep; a configuration is "
+                f"{{section: {{setting: value}}}}"]
+
+    problems: list[str] = []
+    if isinstance(data, list):  # a bare list of environments is the same answer without its wrapper
+        envs = data
+    elif isinstance(data, dict):
+        problems += [f"{key}: unknown top-level key; the reply holds only \"environments\""
+                     for key in data if key != "environments"]
+        envs = data.get("environments")
+    else:
+        return [f"expected a JSON object with an \"environments\" list, got {type(data).__name__}"]
+    if not isinstance(envs, list):
+        return problems + [f"environments: expected a list of {n} environments, got {type(envs).__name__}"]
+    if len(envs) != n:
+        problems.append(f"environments: expected exactly {n} environments, got {len(envs)}")
+
+    configs, purposes = [], []
+    for i, env in enumerate(envs):
+        where = f"environments[{i}]"
+        if not isinstance(env, dict):
+            problems.append(f"{where}: expected an object with \"purpose\" and \"config\", got {type(env).__name__}")
+            continue
+        problems += [f"{where}.{key}: unknown key; an environment holds only \"purpose\" and \"config\""
+                     for key in env if key not in ("purpose", "config")]
+        purpose = env.get("purpose")
+        if not isinstance(purpose, str) or not purpose.strip():
+            problems.append(f"{where}.purpose: expected a non-empty string, got {_kind(purpose)}")
+        elif len(purpose) > MAX_PURPOSE_CHARS:
+            problems.append(f"{where}.purpose: {len(purpose)} characters; keep it under {MAX_PURPOSE_CHARS}")
+        if "config" not in env:
+            problems.append(f"{where}.config: missing")
+            continue
+        config_problems = config_cls.collect_problems(env["config"], where=f"{where}.config")
+        if config_problems:
+            problems += config_problems
+            continue
+        config = config_cls.from_dict(env["config"], where=f"{where}.config")
+        extra = check(config, f"{where}.config") if check else []
+        if extra:
+            problems += extra
+            continue
+        configs.append(config)
+        purposes.append(purpose.strip() if isinstance(purpose, str) else "")
+    if problems:
+        return problems
+    return ParsedReply(configs=tuple(configs), purposes=tuple(purposes), source=source)
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else f"{type(value).__name__} {value!r}"

@@ -1,0 +1,183 @@
+"""Run outputs a researcher reads: report.json, report.md (a table like the paper's Table 1) and PNG plots.
+
+The score is the Crafter score computed as the paper defines it: per seed, success rates pooled over every episode
+that finished in the scored phase (the final training phase in the original environment), then
+S = exp(mean_i ln(1 + s_i)) - 1 over the achievements; the report gives mean +/- std (population) over seeds.
+The reward is the mean return of those same episodes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from envgen_jax.trainer.metrics import RowStats, crafter_score, mean_or_nan, success_rates
+
+PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
+    ("PPO (Moon et al.)", "15.5 +/- 0.6", "10.5 +/- 0.6"),
+    ("PPO, 0.96M PT in Crafter", "26.4 +/- 2.1", "12.1 +/- 1.0"),
+    ("PPO+EnvGen", "32.2 +/- 0.6", "12.6 +/- 0.6"),
+]
+
+
+def _f(x):
+    x = float(x)
+    return None if np.isnan(x) else x
+
+
+def _ms(values) -> tuple[float, float]:
+    v = np.asarray(values, np.float64)
+    v = v[~np.isnan(v)]
+    return (float(v.mean()), float(v.std())) if v.size else (float("nan"), float("nan"))
+
+
+def scored_summary(scored: dict | None, names) -> dict:
+    """Per-seed and across-seed numbers from the scored phase's summed RowStats (leaves [S], [S, A])."""
+    if scored is None:
+        return {"episodes_per_seed": [], "crafter_score": None, "crafter_score_std": None, "reward": None,
+                "reward_std": None, "achievements": {}, "achievements_std": {}}
+    stats = RowStats(**{k: np.asarray(v) for k, v in scored.items()})
+    rates = success_rates(stats)                      # [S, A], NaN for a seed with no finished episode
+    scores = crafter_score(rates)                     # [S]
+    rewards = mean_or_nan(stats.return_sum, stats.episodes)
+    score_m, score_s = _ms(scores)
+    reward_m, reward_s = _ms(rewards)
+    with np.errstate(invalid="ignore"):
+        ach_m = np.nanmean(np.where(np.isnan(rates), np.nan, 100 * rates), axis=0) if rates.size else []
+        ach_s = np.nanstd(100 * rates, axis=0) if rates.size else []
+    return {
+        "episodes_per_seed": np.asarray(stats.episodes).tolist(),
+        "crafter_score": _f(score_m), "crafter_score_std": _f(score_s),
+        "crafter_score_per_seed": [_f(s) for s in scores],
+        "reward": _f(reward_m), "reward_std": _f(reward_s), "reward_per_seed": [_f(r) for r in rewards],
+        "achievements": {n: _f(m) for n, m in zip(names, ach_m)},
+        "achievements_std": {n: _f(s) for n, s in zip(names, ach_s)},
+    }
+
+
+def write_report(run) -> dict:
+    """Write report.json, report.md and the plots of a finished run; returns the report dict."""
+    import time
+    out, cfg, state = run.out, run.cfg, run.state
+    names = list(run.env.achievement_names)
+    summary = scored_summary(state.scored, names)
+    final_eval = next((e for e in reversed(state.evals) if e.get("final")), None)
+    report = {
+        "method": cfg.method, "env": cfg.env, "seeds": cfg.seeds, "first_seed": cfg.seed,
+        **summary,
+        "score_definition": "Crafter score over episodes finished in the scored (final) phase, per seed, "
+                            "then mean +/- population std over seeds",
+        "llm_calls": state.llm_calls,
+        "env_steps": state.env_steps,
+        "scored_env_steps": sum(p.updates for p in run.plan if p.where == "final") * cfg.steps_per_update,
+        "wall_seconds": state.wall_seconds + (time.monotonic() - run._session_start),
+        "final_evaluation": final_eval,
+        "cycle_evaluations": [e for e in state.evals if not e.get("final")],
+        "environments": state.designs,
+    }
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    plots = plot_run(out, state, names, cfg.schedule.cycles)
+    (out / "report.md").write_text(_markdown(report, names, plots))
+    return report
+
+
+def _pm(m, s, digits=1) -> str:
+    if m is None:
+        return "n/a"
+    return f"{m:.{digits}f} +/- {s:.{digits}f}" if s is not None else f"{m:.{digits}f}"
+
+
+def _markdown(r: dict, names, plots: list[str]) -> str:
+    lines = [f"# {r['method']} on {r['env']}", "",
+             f"{r['seeds']} seed(s) from {r['first_seed']}; {r['env_steps']:,} env steps per seed, of which "
+             f"{r['scored_env_steps']:,} scored; {r['llm_calls']} LLM calls; {r['wall_seconds']:.0f} s wall time.", "",
+             "| model | LLM calls | score % | reward | scored episodes per seed |", "|---|---|---|---|---|",
+             f"| this run: {r['method']} | {r['llm_calls']} | {_pm(r['crafter_score'], r['crafter_score_std'])} | "
+             f"{_pm(r['reward'], r['reward_std'])} | {', '.join(str(e) for e in r['episodes_per_seed'])} |"]
+    if r["env"] == "crafter":
+        lines += ["", "For reference, the paper's Table 1 (PPO agent, 4M params, pixels, 1M scored steps):", "",
+                  "| model | score % | reward |", "|---|---|---|"]
+        lines += [f"| {m} | {s} | {w} |" for m, s, w in PAPER_TABLE1]
+    lines += ["", r["score_definition"] + ".", "", "## Success per achievement in the scored phase (%)", "",
+              "| achievement | mean +/- std over seeds |", "|---|---|"]
+    for n in sorted(names):
+        lines.append(f"| {n} | {_pm(r['achievements'].get(n), r['achievements_std'].get(n), 2)} |")
+    if r["cycle_evaluations"]:
+        lines += ["", "## Evaluations in the original environment (the LLM's feedback)", "",
+                  "| after cycle | env steps | episodes per seed | score % |", "|---|---|---|---|"]
+        for e in r["cycle_evaluations"]:
+            lines.append(f"| {e['cycle'] + 1} | {e['env_steps']:,} | {', '.join(map(str, e['episodes_per_seed']))} | "
+                         f"{_pm(e['crafter_score_mean'], e['crafter_score_std'])} |")
+    if r["environments"]:
+        lines += ["", "## Environments per cycle", ""]
+        for d in r["environments"]:
+            lines.append(f"Cycle {d['cycle'] + 1}{' (reused)' if d.get('reused') else ''}:")
+            for designer in d["designers"]:
+                for p, c in zip(designer["purposes"], designer["configs"]):
+                    changed = {k: v for sec in c.values() for k, v in sec.items()}
+                    lines.append(f"- `{json.dumps(changed)}`: {p[:200]}")
+            lines.append("")
+    lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def plot_run(out: Path, state, names, cycles: int) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    if state.curve:
+        steps = np.array([c["env_steps"] for c in state.curve])
+        returns = np.array([[np.nan if v is None else v for v in c["return_per_seed"]] for c in state.curve])
+        with np.errstate(invalid="ignore"), _quiet():
+            mean, std = np.nanmean(returns, axis=1), np.nanstd(returns, axis=1)
+        fig, ax = plt.subplots(figsize=(8, 4))
+        colours = {"llm": "tab:orange", "mixed": "tab:purple", "original": "tab:blue", "final": "tab:green"}
+        for phase, colour in colours.items():
+            mask = np.array([c["phase"] == phase for c in state.curve])
+            if mask.any():
+                ax.scatter(steps[mask], mean[mask], s=8, color=colour, label=f"{phase} envs", zorder=3)
+        ax.plot(steps, mean, color="black", linewidth=1)
+        ax.fill_between(steps, mean - std, mean + std, color="grey", alpha=0.3, label="+/- std over seeds")
+        ax.set_xlabel("env steps per seed")
+        ax.set_ylabel("mean episode return (episodes ended in the chunk)")
+        ax.legend(fontsize=8)
+        ax.set_title("Learning curve")
+        fig.tight_layout()
+        fig.savefig(out / "learning_curve.png", dpi=110)
+        plt.close(fig)
+        written.append("learning_curve.png")
+    if state.evals:
+        order = sorted(names)
+        fig, ax = plt.subplots(figsize=(12, 4.5))
+        width = 0.8 / len(state.evals)
+        for i, e in enumerate(state.evals):
+            vals = [100 * (e["success_mean"].get(n) or 0.0) for n in order]
+            errs = [100 * (e["success_std"].get(n) or 0.0) for n in order]
+            label = "final" if e.get("final") else f"after cycle {e['cycle'] + 1}"
+            ax.bar(np.arange(len(order)) + i * width, vals, width, yerr=errs, label=label, capsize=1.5)
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(0, 100)
+        ax.set_xticks(np.arange(len(order)) + 0.4 - width / 2, order, rotation=60, ha="right", fontsize=8)
+        ax.set_ylabel("success rate in the original env (%)")
+        ax.set_title("Per-achievement success by cycle (mean +/- std over seeds)")
+        ax.legend(fontsize=8, ncol=2)
+        fig.tight_layout()
+        fig.savefig(out / "success_by_cycle.png", dpi=110)
+        plt.close(fig)
+        written.append("success_by_cycle.png")
+    return written
+
+
+class _quiet:
+    def __enter__(self):
+        import warnings
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc):
+        self._w.__exit__(*exc)

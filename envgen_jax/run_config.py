@@ -1,0 +1,164 @@
+"""The run configuration of `envgen-jax train`: one typed, frozen tree read from `configs/*.yaml`.
+
+Every field below is a YAML key (`schedule.cycles`, `ppo.num_envs`, ...), overridable with `--set key.path=value`.
+Step counts are per seed, in environment steps; each training phase is rounded up to whole compiled chunks
+(`schedule.updates_per_chunk` PPO updates of `ppo.num_envs x ppo.num_steps` steps), and the report states the steps
+actually taken.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Sequence
+
+from envgen_jax.config_io import apply_overrides, from_mapping, load_yaml, to_mapping
+from envgen_jax.llm.settings import LLMSettings
+from envgen_jax.schema import ConfigError
+from envgen_jax.trainer.ppo import PPOConfig
+
+METHODS = ("envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random")
+ENVS = ("crafter", "heist")
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleConfig:
+    """EnvGen's schedule (paper Table 1: 4 cycles, 0.96M pretraining steps, 1M scored steps)."""
+
+    cycles: int = 4
+    """EnvGen cycles N_cycle: each is (LLM step, training in LLM envs, training in the original env, evaluation)"""
+    llm_env_steps: int = 120_000
+    """steps per cycle in the LLM environments (T_LLM-Env; 4 x 0.12M + 4 x 0.12M = the paper's 0.96M)"""
+    original_env_steps: int = 120_000
+    """steps per cycle in the original environment (T_Orig-Env), after the LLM environments"""
+    final_steps: int = 1_000_000
+    """the scored phase: training in the original environment; its episodes alone make the score"""
+    envs_per_call: int = 4
+    """LLM environments asked for per LLM call (N_env; paper 4)"""
+    llm_episode_length: int = 1024
+    """episode length of LLM environments that do not set episode_settings.episode_length (paper: 1024)"""
+    mixing: str = "sequential"
+    """'sequential': the paper's phases (LLM envs, then original); 'mixed': both at once in one chunk, with
+    `original_share` of the env slots in the original game, for llm_env_steps + original_env_steps steps"""
+    original_share: float = 0.5
+    """share of env slots running the original game in 'mixed' mode"""
+    feedback: str = "pooled"
+    """'pooled': one designer sees success mean +/- std over seeds (4 calls in all); 'per_seed': a designer per seed"""
+    updates_per_chunk: int = 8
+    """PPO updates per compiled chunk: the host (progress, checkpoints) acts between chunks"""
+
+    def __post_init__(self):
+        problems = []
+        if self.mixing not in ("sequential", "mixed"):
+            problems.append(f"schedule.mixing: {self.mixing!r} is not one of 'sequential', 'mixed'")
+        if self.feedback not in ("pooled", "per_seed"):
+            problems.append(f"schedule.feedback: {self.feedback!r} is not one of 'pooled', 'per_seed'")
+        if not 0.0 <= self.original_share < 1.0:
+            problems.append(f"schedule.original_share: {self.original_share} is not in [0, 1)")
+        for name in ("cycles", "llm_env_steps", "original_env_steps", "final_steps"):
+            if getattr(self, name) < 0:
+                problems.append(f"schedule.{name}: {getattr(self, name)} is below the minimum 0")
+        for name in ("envs_per_call", "updates_per_chunk", "llm_episode_length"):
+            if getattr(self, name) < 1:
+                problems.append(f"schedule.{name}: {getattr(self, name)} is below the minimum 1")
+        if problems:
+            raise ConfigError(problems, what="schedule")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Evaluation in the original environment after every cycle (the LLM's feedback) and at the end."""
+
+    num_envs: int = 64
+    """evaluation environments per seed"""
+    episodes_per_env: int = 1
+    """episodes counted per evaluation environment"""
+    max_steps: int = 10_000
+    """step budget; episodes still running then are not counted (the count is reported)"""
+    mode: str = "sample"
+    """'sample' (the stochastic policy, as trained) or 'greedy'"""
+
+    def __post_init__(self):
+        if self.mode not in ("sample", "greedy"):
+            raise ConfigError([f"eval.mode: {self.mode!r} is not one of 'sample', 'greedy'"], what="eval")
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputConfig:
+    checkpoint_minutes: float = 5.0
+    """also checkpoint between chunks when this many minutes passed since the last checkpoint"""
+    keep_checkpoints: int = 2
+    """newest checkpoints kept on disk"""
+    tensorboard: bool = True
+    """write TensorBoard event files under tb/"""
+    pictures: bool = True
+    """draw each cycle's environments (worlds/cycle_K.png)"""
+    progress: bool = True
+    """progress bar on the terminal"""
+
+    def __post_init__(self):
+        if self.keep_checkpoints < 1:
+            raise ConfigError([f"output.keep_checkpoints: {self.keep_checkpoints} is below the minimum 1"])
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    env: str = "crafter"
+    """the game: crafter | heist"""
+    method: str = "envgen"
+    """envgen | ppo | fixed | easy_to_hard | adversarial | random (see README "Methods and baselines")"""
+    seeds: int = 1
+    """independent agents, vmapped in one compiled run; the report gives mean +/- std over them"""
+    seed: int = 0
+    """first seed (seeds are seed .. seed + seeds - 1)"""
+    observation: str = "symbolic"
+    """agent observation: symbolic | pixels"""
+    ppo: PPOConfig = PPOConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+    eval: EvalConfig = EvalConfig()
+    llm: LLMSettings = LLMSettings()
+    output: OutputConfig = OutputConfig()
+
+    def __post_init__(self):
+        problems = []
+        if self.env not in ENVS:
+            problems.append(f"env: {self.env!r} is not one of {', '.join(ENVS)}")
+        if self.method not in METHODS:
+            problems.append(f"method: {self.method!r} is not one of {', '.join(METHODS)}")
+        if self.seeds < 1:
+            problems.append(f"seeds: {self.seeds} is below the minimum 1")
+        if self.observation not in ("symbolic", "pixels"):
+            problems.append(f"observation: {self.observation!r} is not one of 'symbolic', 'pixels'")
+        if (self.ppo.num_seeds, self.ppo.seed) != (1, 0):
+            problems.append("ppo.num_seeds / ppo.seed: set the top-level `seeds` and `seed` instead")
+        if problems:
+            raise ConfigError(problems, what="run configuration")
+
+    @property
+    def trainer_ppo(self) -> PPOConfig:
+        return dataclasses.replace(self.ppo, num_seeds=self.seeds, seed=self.seed)
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.method in ("envgen", "fixed", "easy_to_hard", "adversarial")
+
+    @property
+    def steps_per_update(self) -> int:
+        return self.ppo.num_envs * self.ppo.num_steps
+
+    def updates_for(self, steps: int) -> int:
+        """PPO updates for `steps` env steps, rounded up to whole chunks (0 steps -> 0 updates)."""
+        chunk = self.schedule.updates_per_chunk
+        return math.ceil(steps / (self.steps_per_update * chunk)) * chunk if steps > 0 else 0
+
+    def to_dict(self) -> dict:
+        out = to_mapping(self)
+        out["llm"] = self.llm.to_dict()  # never writes the API key
+        return out
+
+
+def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
+    """Read a YAML run configuration and apply `--set` overrides; every problem is reported at once."""
+    data = load_yaml(path) if path else {}
+    return from_mapping(RunConfig, apply_overrides(data, overrides))

@@ -1,0 +1,164 @@
+"""Evaluate the current policy of every seed in any bank/rows, with static shapes.
+
+    evaluator = make_evaluator(trainer, num_envs=32, episodes_per_env=2, max_steps=2000)
+    report = evaluator.evaluate(ts.params, bank, rows, key=0, mode="sample")   # EvalReport (host, numpy)
+    report.success_mean["collect_wood"], report.success_std[...], report.crafter_score_mean, ...
+
+On device: a `lax.while_loop` over at most `max_steps` vector-env steps (fresh envs reset at the start), stopped
+early once every env of every seed has finished `episodes_per_env` episodes; episodes beyond that count, and
+episodes still running at the budget, are not counted (the count is reported, so a short budget shows up as
+fewer episodes, never as made-up values). Returns RowStats [S, K] (metrics.py).
+
+Modes: "sample" (the stochastic policy, as trained), "greedy" (argmax), "random" (uniform actions; the random-policy
+baseline through the very same evaluator; params are ignored). The mode is a traced argument: one compile serves
+all three.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envgen_jax.trainer.metrics import (RowStats, across_seeds, crafter_score, mean_or_nan, pool_rows,
+                                        row_stats_from_steps, success_rates, to_host)
+from envgen_jax.trainer.networks import policy
+from envgen_jax.trainer.ppo import Trainer, _default_vecenv, _num_rows, _rows_axis
+
+MODES = ("sample", "greedy", "random")
+
+
+@dataclasses.dataclass
+class EvalReport:
+    """Host-side evaluation summary. Per-seed arrays have a leading seed axis [S].
+
+    Success rates are fractions in [0, 1]; the Crafter score is in percent (computed per seed from that seed's
+    pooled rates; `crafter_score_pooled` pools every seed's episodes first). Means over seeds skip seeds that
+    finished no episode (their per-seed values are NaN); `episodes` says how many each seed finished."""
+
+    achievement_names: tuple[str, ...]
+    episodes: np.ndarray  # i32[S]
+    success: np.ndarray  # f32[S, A]
+    mean_return: np.ndarray  # [S]
+    mean_length: np.ndarray  # [S]
+    crafter_score: np.ndarray  # [S]
+    success_mean: dict[str, float]
+    success_std: dict[str, float]
+    return_mean: float
+    return_std: float
+    crafter_score_mean: float
+    crafter_score_std: float
+    crafter_score_pooled: float
+    stats: RowStats  # host RowStats [S, K] (not pooled over rows)
+
+    def to_dict(self) -> dict:
+        def f(x):
+            x = float(x)
+            return None if np.isnan(x) else x
+
+        return {
+            "episodes_per_seed": [int(e) for e in self.episodes],
+            "success_mean": {k: f(v) for k, v in self.success_mean.items()},
+            "success_std": {k: f(v) for k, v in self.success_std.items()},
+            "return_mean": f(self.return_mean), "return_std": f(self.return_std),
+            "mean_length_mean": f(np.nanmean(self.mean_length)) if np.any(self.episodes > 0) else None,
+            "crafter_score_mean": f(self.crafter_score_mean), "crafter_score_std": f(self.crafter_score_std),
+            "crafter_score_pooled": f(self.crafter_score_pooled),
+            "crafter_score_per_seed": [f(s) for s in self.crafter_score],
+        }
+
+
+def report_from_stats(stats: RowStats, achievement_names: Sequence[str], rows: Sequence[int] | None = None,
+                      ddof: int = 0) -> EvalReport:
+    """EvalReport from host RowStats [S, K] (pooled over `rows`, default all)."""
+    stats = to_host(stats)
+    pooled = pool_rows(stats, rows)  # [S], [S, A]
+    rates = success_rates(pooled)  # [S, A]
+    score = crafter_score(rates)  # [S]
+    mret = mean_or_nan(pooled.return_sum, pooled.episodes)
+    s_mean, s_std, _ = across_seeds(rates, ddof)
+    r_mean, r_std, _ = across_seeds(mret, ddof)
+    c_mean, c_std, _ = across_seeds(score, ddof)
+    all_eps = jax.tree.map(lambda x: x.sum(axis=0), pooled)
+    names = tuple(achievement_names)
+    return EvalReport(
+        achievement_names=names, episodes=np.asarray(pooled.episodes), success=rates, mean_return=mret,
+        mean_length=mean_or_nan(pooled.length_sum, pooled.episodes), crafter_score=score,
+        success_mean=dict(zip(names, s_mean)), success_std=dict(zip(names, s_std)),
+        return_mean=float(r_mean), return_std=float(r_std), crafter_score_mean=float(c_mean),
+        crafter_score_std=float(c_std), crafter_score_pooled=float(crafter_score(success_rates(all_eps))),
+        stats=stats)
+
+
+class Evaluator:
+    """Jitted evaluation for one trainer's network and env. Compiles once per (num_envs, max_steps, episodes_per_env,
+    K); params, bank, rows, keys and the mode are traced."""
+
+    def __init__(self, trainer: Trainer, num_envs: int, episodes_per_env: int, max_steps: int, venv=None):
+        self.trainer = trainer
+        self.num_envs = num_envs
+        self.episodes_per_env = episodes_per_env
+        self.max_steps = max_steps
+        self.venv = venv if venv is not None else _default_vecenv(trainer.env, trainer.cfg, num_envs)
+        self.trace_count = 0
+        self._jit = jax.jit(self._run)
+
+    def _act(self, params, obs, key, mode):
+        k_pi, k_rand = jax.random.split(key)
+        logits, _ = self.trainer.apply(params, obs)
+        sampled = policy(logits).sample(seed=k_pi)
+        greedy = jnp.argmax(logits, axis=-1)
+        uniform = jax.random.randint(k_rand, (self.num_envs,), 0, self.trainer.num_actions)
+        return jnp.select([mode == 0, mode == 1], [sampled, greedy], uniform).astype(sampled.dtype)
+
+    def _run_one(self, params, key, bank, rows, mode):
+        num_rows = _num_rows(bank)
+        k_reset, k_loop = jax.random.split(key)
+        obs, env_state = self.venv.reset(k_reset, bank, rows)
+        counts = jnp.zeros((self.num_envs,), jnp.int32)
+        acc = RowStats.zeros(num_rows, len(self.trainer.achievement_names))
+
+        def cond(c):
+            t, _, _, counts, _, _ = c
+            return (t < self.max_steps) & jnp.any(counts < self.episodes_per_env)
+
+        def body(c):
+            t, obs, env_state, counts, acc, key = c
+            key, k_act, k_env = jax.random.split(key, 3)
+            action = self._act(params, obs, k_act, mode)
+            obs, env_state, info = self.venv.step(k_env, env_state, action, bank, rows)
+            mask = info.done & (counts < self.episodes_per_env)
+            acc = acc + row_stats_from_steps(info, num_rows, count_mask=mask)
+            return t + 1, obs, env_state, counts + mask.astype(jnp.int32), acc, key
+
+        c = (jnp.int32(0), obs, env_state, counts, acc, k_loop)
+        t, _, _, counts, acc, _ = jax.lax.while_loop(cond, body, c)
+        return acc, t
+
+    def _run(self, params, keys, bank, rows, mode):
+        self.trace_count += 1
+        return jax.vmap(self._run_one, in_axes=(0, 0, None, _rows_axis(rows), None))(params, keys, bank, rows, mode)
+
+    def run(self, params, bank, rows, key, mode: str = "sample") -> tuple[RowStats, jax.Array]:
+        """Device RowStats [S, K] and the steps taken [S]. params: the TrainState's params (seed axis [S]);
+        key: u32[2] or an int (split into one key per seed); mode: sample | greedy | random."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        if isinstance(key, (int, np.integer)):
+            key = jax.random.PRNGKey(int(key))
+        num_seeds = jax.tree.leaves(params)[0].shape[0]
+        keys = jax.random.split(key, num_seeds)
+        return self._jit(params, keys, bank, jnp.asarray(rows, jnp.int32), jnp.int32(MODES.index(mode)))
+
+    def evaluate(self, params, bank, rows, key=0, mode: str = "sample", report_rows: Sequence[int] | None = None,
+                 ddof: int = 0) -> EvalReport:
+        """Run and summarise on the host; `report_rows` pools only those bank rows (default: all)."""
+        stats, _ = self.run(params, bank, rows, key, mode)
+        return report_from_stats(stats, self.trainer.achievement_names, report_rows, ddof)
+
+
+def make_evaluator(trainer: Trainer, num_envs: int, episodes_per_env: int, max_steps: int, venv=None) -> Evaluator:
+    return Evaluator(trainer, num_envs, episodes_per_env, max_steps, venv)

@@ -1,0 +1,434 @@
+"""PPO in one jit-compiled training chunk, with independent seeds vmapped (PureJaxRL layout).
+
+    trainer = make_trainer(env, PPOConfig(...))
+    ts = trainer.init(bank, rows)                      # TrainState, leading seed axis [S] on every leaf
+    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=8)   # jitted; `ts` is donated
+    host = to_host(metrics)                            # ChunkMetrics: RowStats [S, K], LossStats [S, U]
+
+One chunk = `lax.scan` over `num_updates` PPO updates; one update = `lax.scan` over `num_steps` vector-env steps,
+a reverse-scan GAE, then `update_epochs` x `num_minibatches` Adam steps in two nested scans. The host acts only
+between chunks (the EnvGen LLM step goes there).
+
+* `bank` (env params pytree with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N] per seed)
+  are traced arguments: new values never recompile; a new K or N does (it changes shapes).
+* `PPOConfig` is static (frozen, hashable): shapes, loop sizes and hyperparameters are closed over, so a new
+  config compiles a new trainer.
+* Seeds: seed `s` starts from `jax.random.PRNGKey(s)`; `init(seeds=[3])` trains exactly the agent that is row i of
+  `init(seeds=[..., 3, ...])` (equal up to float reassociation of the vmapped matmuls). Every leaf of a TrainState
+  carries the seed axis, also with one seed; `select_seeds` slices it.
+* Time limits: `StepInfo.truncated` is kept apart from `done`. With `bootstrap_truncated` (default) a truncated
+  step bootstraps from V(s_t) (the final observation is not available after the auto-reset, and the value of the
+  state just before the cut is the usual proxy); otherwise the cut is treated like a termination (PureJaxRL).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+
+from envgen_jax.trainer.metrics import ChunkMetrics, LossStats, RowStats, row_stats_from_steps
+from envgen_jax.trainer.networks import ActorCritic, policy
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyperparameters and sizes (static: part of the compiled program).
+
+    Defaults follow Craftax_Baselines `ppo.py` (craftax-notes section 12) except the sizes, which are small so
+    that CPU runs stay cheap. Presets: `PPOConfig.craftax_baseline()` and `PPOConfig.envgen_paper()`.
+    """
+
+    num_envs: int = 64
+    """parallel environments per seed (the rollout batch is num_envs x num_steps)"""
+    num_steps: int = 64
+    """env steps per environment per update (Craftax baselines 64; the paper's AD agent 512)"""
+    update_epochs: int = 4
+    """passes over each rollout (Craftax 4; paper 3)"""
+    num_minibatches: int = 8
+    """minibatches per epoch (Craftax 8; paper 8)"""
+    gamma: float = 0.99
+    """discount (Craftax 0.99; paper 0.95)"""
+    gae_lambda: float = 0.8
+    """GAE lambda (Craftax 0.8; paper 0.65)"""
+    clip_eps: float = 0.2
+    """PPO ratio clip, also used for the value clip (both 0.2)"""
+    clip_value: bool = True
+    """clipped value loss as in PureJaxRL/Craftax (the paper's SB3-style agent does not clip the value)"""
+    ent_coef: float = 0.01
+    """entropy bonus (both 0.01)"""
+    vf_coef: float = 0.5
+    """value-loss weight (both 0.5)"""
+    max_grad_norm: float = 1.0
+    """global-norm gradient clip (Craftax 1.0; paper 0.5)"""
+    lr: float = 2e-4
+    """Adam learning rate (Craftax 2e-4 annealed; paper 3e-4 constant)"""
+    adam_eps: float = 1e-5
+    """Adam epsilon (Craftax 1e-5)"""
+    anneal_lr: bool = False
+    """linear decay of the learning rate to 0 over `total_updates` updates (Craftax True; paper False)"""
+    total_updates: int = 0
+    """updates over which the learning rate anneals; required (> 0) when anneal_lr"""
+    adv_norm: str = "minibatch"
+    """advantage normalisation: 'minibatch' (PureJaxRL/Craftax), 'batch' (per rollout, the paper) or 'none'"""
+    bootstrap_truncated: bool = True
+    """bootstrap time-limit cuts from V(s_t) instead of treating them as terminations"""
+    network: str = "mlp"
+    """'mlp' (symbolic obs; separate actor and critic) or 'conv' (pixel obs; shared IMPALA encoder)"""
+    width: int = 512
+    """hidden width (Craftax 512)"""
+    depth: int = 3
+    """hidden layers per MLP (Craftax 3)"""
+    activation: str = "tanh"
+    """MLP activation (Craftax tanh)"""
+    conv_channels: tuple[int, ...] = (16, 32, 32)
+    """IMPALA channels for 'conv' (the paper's agent: 64, 128, 128)"""
+    num_seeds: int = 1
+    """independent agents vmapped in one compiled run"""
+    seed: int = 0
+    """first seed; seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()"""
+    resets_per_step: int = 0
+    """fresh worlds generated per vector-env step (VecEnv; 0: its default, max(1, num_envs // 64))"""
+
+    def __post_init__(self):
+        problems = []
+        if self.batch_size % self.num_minibatches:
+            problems.append(f"num_envs*num_steps={self.batch_size} is not divisible by num_minibatches={self.num_minibatches}")
+        if self.anneal_lr and self.total_updates <= 0:
+            problems.append("anneal_lr needs total_updates > 0")
+        if self.adv_norm not in ("minibatch", "batch", "none"):
+            problems.append(f"adv_norm must be minibatch, batch or none, not {self.adv_norm!r}")
+        if self.network not in ("mlp", "conv"):
+            problems.append(f"network must be mlp or conv, not {self.network!r}")
+        if self.num_seeds < 1:
+            problems.append("num_seeds must be >= 1")
+        if problems:
+            raise ValueError("bad PPOConfig: " + "; ".join(problems))
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def steps_per_update(self) -> int:
+        """env steps per update per seed"""
+        return self.num_envs * self.num_steps
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(range(self.seed, self.seed + self.num_seeds))
+
+    @classmethod
+    def craftax_baseline(cls, **overrides) -> "PPOConfig":
+        """Craftax_Baselines ppo.py (1024 envs x 64 steps, 4 epochs x 8 minibatches, lr 2e-4 annealed, gamma .99,
+        lambda .8, clip .2, ent .01, vf .5, grad norm 1.0, 3 x 512 tanh). Set total_updates for the anneal
+        (1e9 steps = 15,258 updates)."""
+        base = dict(num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8,
+                    clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=1.0, lr=2e-4, anneal_lr=True,
+                    total_updates=15258, width=512, depth=3, activation="tanh")
+        base.update(overrides)
+        return cls(**base)
+
+    @classmethod
+    def envgen_paper(cls, **overrides) -> "PPOConfig":
+        """The EnvGen paper's agent (AD repo configs/ppo.yaml): 8 envs x 512 steps, 3 epochs x 8 minibatches,
+        gamma .95, lambda .65, clip .2, ent .01, vf .5, grad norm .5, constant lr 3e-4, per-rollout advantage
+        normalisation. Not reproduced: its EWMA value-target normalisation and its IMPALA pixel network (use
+        network='conv' with conv_channels=(64, 128, 128) for pixels)."""
+        base = dict(num_envs=8, num_steps=512, update_epochs=3, num_minibatches=8, gamma=0.95, gae_lambda=0.65,
+                    clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, lr=3e-4, anneal_lr=False,
+                    adv_norm="batch", clip_value=False)
+        base.update(overrides)
+        return cls(**base)
+
+
+@struct.dataclass
+class TrainState:
+    """Everything a run needs to continue exactly. Leading seed axis [S] on every leaf."""
+
+    params: Any
+    opt_state: Any
+    env_state: Any  # the VecEnv state
+    obs: jax.Array  # [N, *obs_shape], the observation the next action is chosen from
+    key: jax.Array  # u32[2]
+    update_step: jax.Array  # i32, PPO updates done
+    env_steps: jax.Array  # i32, env steps done (per seed)
+
+
+@struct.dataclass
+class Transition:
+    obs: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    truncated: jax.Array
+
+
+def compute_gae(rewards, values, dones, truncated, last_value, gamma, gae_lambda, bootstrap_truncated=True):
+    """Generalised advantage estimation over [T, ...] arrays by a reverse scan.
+
+    done[t] means the episode ended with step t (the next obs is a fresh episode). A truncated step (time limit)
+    bootstraps from V(s_t) when `bootstrap_truncated`, else it counts as terminal. Returns (advantages, targets).
+    """
+    dones = dones.astype(jnp.float32)
+    truncated = truncated.astype(jnp.float32) * dones
+    terminal = dones - truncated if bootstrap_truncated else dones
+
+    def body(carry, x):
+        gae, next_value = carry
+        r, v, d, term, tr = x
+        boot = tr * v + (1.0 - tr) * next_value if bootstrap_truncated else next_value
+        delta = r + gamma * boot * (1.0 - term) - v
+        gae = delta + gamma * gae_lambda * (1.0 - d) * gae
+        return (gae, v), gae
+
+    init = (jnp.zeros_like(last_value), last_value)
+    _, adv = jax.lax.scan(body, init, (rewards, values, dones, terminal, truncated), reverse=True, unroll=16)
+    return adv, adv + values
+
+
+def _default_vecenv(env, cfg: PPOConfig, num_envs: int):
+    from envgen_jax.envs.vector import VecEnv
+
+    return VecEnv(env, num_envs, cfg.resets_per_step)
+
+
+def _rows_axis(rows) -> int | None:
+    return 0 if jnp.ndim(rows) == 2 else None
+
+
+def _num_rows(bank) -> int:
+    return int(jax.tree.leaves(bank)[0].shape[0])
+
+
+def select_seeds(tree, idx: int | Sequence[int] | slice) -> Any:
+    """Slice the leading seed axis of a TrainState / metrics pytree; the axis is kept (an int selects [idx])."""
+    if not isinstance(idx, slice):
+        idx = np.atleast_1d(np.asarray(idx))
+    return jax.tree.map(lambda x: x[idx], tree)
+
+
+def seed_keys(seeds: Sequence[int]) -> jax.Array:
+    """u32[S, 2]: jax.random.PRNGKey(seed) for each seed."""
+    return jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
+
+
+class Trainer:
+    """PPO trainer for one env and one static PPOConfig. Build with `make_trainer(env, cfg)`.
+
+    Public:
+      init(bank, rows, seeds=None) -> TrainState                       (jitted)
+      train_chunk(ts, bank, rows, num_updates) -> (TrainState, ChunkMetrics)   (jitted; ts donated)
+      reset_envs(ts, bank, rows) -> TrainState   fresh episodes after a mixture change (jitted; ts donated)
+      abstract_state(bank, rows, seeds=None) -> TrainState of ShapeDtypeStructs (for checkpoint restore)
+      apply(params, obs) -> (logits, value)   (one seed's params)
+    Attributes: env, cfg, venv, network, tx, trace_counts (dict: Python traces per jitted function).
+    """
+
+    def __init__(self, env, cfg: PPOConfig, venv=None):
+        self.env = env
+        self.cfg = cfg
+        self.venv = venv if venv is not None else _default_vecenv(env, cfg, cfg.num_envs)
+        self.obs_shape = tuple(env.obs_shape)
+        self.num_actions = int(env.num_actions)
+        self.achievement_names = tuple(env.achievement_names)
+        self.network = ActorCritic(num_actions=self.num_actions, obs_shape=self.obs_shape, kind=cfg.network,
+                                   width=cfg.width, depth=cfg.depth, activation=cfg.activation,
+                                   conv_channels=tuple(cfg.conv_channels))
+        self.tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm),
+                              optax.adam(learning_rate=self.learning_rate, eps=cfg.adam_eps))
+        self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
+        self._init_jit = jax.jit(self._init)
+        self._reset_jit = jax.jit(self._reset_envs, donate_argnums=(0,))
+        self._chunk_jit = jax.jit(self._train_chunk, static_argnames=("num_updates",), donate_argnums=(0,))
+
+    # -- hyperparameters ------------------------------------------------------------------------------------
+    def learning_rate(self, count):
+        """Adam step size at optimiser step `count` (linear anneal per update as in PureJaxRL)."""
+        cfg = self.cfg
+        if not cfg.anneal_lr:
+            return jnp.asarray(cfg.lr, jnp.float32)
+        frac = 1.0 - (count // (cfg.num_minibatches * cfg.update_epochs)) / cfg.total_updates
+        return cfg.lr * jnp.clip(frac, 0.0, 1.0)
+
+    def apply(self, params, obs):
+        return self.network.apply(params, obs)
+
+    # -- init -----------------------------------------------------------------------------------------------
+    def _seeds(self, seeds):
+        seeds = self.cfg.seeds if seeds is None else tuple(int(s) for s in np.atleast_1d(seeds))
+        return seed_keys(seeds)
+
+    def _venv_reset(self, key, bank, rows):
+        obs, env_state = self.venv.reset(key, bank, rows)
+        # Strong dtypes: a weak-typed leaf from an env reset would make the chunk's output differ from its input
+        # in weak_type and cost a second compile of train_chunk.
+        return obs, jax.tree.map(lambda x: x.astype(x.dtype), env_state)
+
+    def _init_one(self, key, bank, rows):
+        k_params, k_reset, k_run = jax.random.split(key, 3)
+        params = self.network.init(k_params, jnp.zeros(self.obs_shape, jnp.float32))
+        obs, env_state = self._venv_reset(k_reset, bank, rows)
+        return TrainState(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
+                          update_step=jnp.int32(0), env_steps=jnp.int32(0))
+
+    def _init(self, keys, bank, rows):
+        self.trace_counts["init"] += 1
+        return jax.vmap(self._init_one, in_axes=(0, None, _rows_axis(rows)))(keys, bank, rows)
+
+    def init(self, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
+        """Fresh TrainState for `seeds` (default cfg.seeds); envs reset into `rows` of `bank`."""
+        return self._init_jit(self._seeds(seeds), bank, jnp.asarray(rows, jnp.int32))
+
+    def _reset_envs(self, ts, bank, rows):
+        self.trace_counts["reset_envs"] += 1
+
+        def one(ts, rows):
+            key, k_reset = jax.random.split(ts.key)
+            obs, env_state = self._venv_reset(k_reset, bank, rows)
+            return ts.replace(obs=obs, env_state=env_state, key=key)
+
+        return jax.vmap(one, in_axes=(0, _rows_axis(rows)))(ts, rows)
+
+    def reset_envs(self, ts: TrainState, bank, rows) -> TrainState:
+        """Fresh episodes in every env slot from `rows` of `bank` (params and optimiser kept; `ts` is donated).
+
+        Call it after changing the mixture (which row each slot runs): an episode that is running keeps its world
+        but from then on steps with its slot's new row, so its length and return would mix two configs. Banks
+        written only into rows no slot is running need no reset."""
+        return self._reset_jit(ts, bank, jnp.asarray(rows, jnp.int32))
+
+    def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
+        return jax.eval_shape(self._init, self._seeds(seeds), bank, jnp.asarray(rows, jnp.int32))
+
+    # -- one PPO update ---------------------------------------------------------------------------------------
+    def _rollout(self, params, obs, env_state, key, bank, rows):
+        def env_step(carry, k):
+            obs, env_state = carry
+            k_act, k_env = jax.random.split(k)
+            logits, value = self.apply(params, obs)
+            pi = policy(logits)
+            action = pi.sample(seed=k_act)
+            log_prob = pi.log_prob(action)
+            next_obs, env_state, info = self.venv.step(k_env, env_state, action, bank, rows)
+            tr = Transition(obs=obs, action=action, log_prob=log_prob, value=value, reward=info.reward,
+                            done=info.done, truncated=info.truncated)
+            return (next_obs, env_state), (tr, info)
+
+        keys = jax.random.split(key, self.cfg.num_steps)
+        (obs, env_state), (traj, infos) = jax.lax.scan(env_step, (obs, env_state), keys)
+        return obs, env_state, traj, infos
+
+    def _loss(self, params, mb: Transition, adv, targets):
+        cfg = self.cfg
+        logits, value = self.apply(params, mb.obs)
+        pi = policy(logits)
+        log_prob = pi.log_prob(mb.action)
+
+        if cfg.clip_value:
+            v_clip = mb.value + jnp.clip(value - mb.value, -cfg.clip_eps, cfg.clip_eps)
+            value_loss = 0.5 * jnp.maximum(jnp.square(value - targets), jnp.square(v_clip - targets)).mean()
+        else:
+            value_loss = 0.5 * jnp.square(value - targets).mean()
+
+        if cfg.adv_norm == "minibatch":
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        log_ratio = log_prob - mb.log_prob
+        ratio = jnp.exp(log_ratio)
+        pg1 = ratio * adv
+        pg2 = jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * adv
+        policy_loss = -jnp.minimum(pg1, pg2).mean()
+        entropy = pi.entropy().mean()
+        total = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        aux = dict(value_loss=value_loss, policy_loss=policy_loss, entropy=entropy,
+                   approx_kl=((ratio - 1.0) - log_ratio).mean(),
+                   clip_frac=(jnp.abs(ratio - 1.0) > cfg.clip_eps).mean())
+        return total, aux
+
+    def _learn(self, params, opt_state, traj: Transition, adv, targets, key):
+        cfg = self.cfg
+        if cfg.adv_norm == "batch":
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        batch = (traj, adv, targets)
+        batch = jax.tree.map(lambda x: x.reshape((cfg.batch_size,) + x.shape[2:]), batch)
+        grad_fn = jax.value_and_grad(self._loss, has_aux=True)
+
+        def minibatch_step(carry, mb):
+            params, opt_state = carry
+            (total, aux), grads = grad_fn(params, *mb)
+            updates, opt_state = self.tx.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            return (params, opt_state), dict(aux, total_loss=total, grad_norm=optax.tree.norm(grads))
+
+        def epoch(carry, k):
+            perm = jax.random.permutation(k, cfg.batch_size)
+            mbs = jax.tree.map(
+                lambda x: jnp.take(x, perm, axis=0).reshape((cfg.num_minibatches, cfg.minibatch_size) + x.shape[1:]),
+                batch)
+            return jax.lax.scan(minibatch_step, carry, mbs)
+
+        (params, opt_state), stats = jax.lax.scan(epoch, (params, opt_state),
+                                                  jax.random.split(key, cfg.update_epochs))
+        return params, opt_state, jax.tree.map(jnp.mean, stats)
+
+    def _update(self, ts: TrainState, bank, rows):
+        cfg = self.cfg
+        key, k_roll, k_learn = jax.random.split(ts.key, 3)
+        obs, env_state, traj, infos = self._rollout(ts.params, ts.obs, ts.env_state, k_roll, bank, rows)
+        _, last_value = self.apply(ts.params, obs)
+        adv, targets = compute_gae(traj.reward, traj.value, traj.done, traj.truncated, last_value, cfg.gamma,
+                                   cfg.gae_lambda, cfg.bootstrap_truncated)
+        lr = self.learning_rate(ts.update_step * cfg.num_minibatches * cfg.update_epochs)
+        params, opt_state, stats = self._learn(ts.params, ts.opt_state, traj, adv, targets, k_learn)
+        losses = LossStats(learning_rate=lr, **stats)
+        ts = ts.replace(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=key,
+                        update_step=ts.update_step + 1, env_steps=ts.env_steps + cfg.steps_per_update)
+        return ts, infos, losses
+
+    def _chunk_one(self, ts: TrainState, bank, rows, num_updates: int):
+        num_rows = _num_rows(bank)
+        acc0 = RowStats.zeros(num_rows, len(self.achievement_names))
+
+        def body(carry, _):
+            ts, acc = carry
+            ts, infos, losses = self._update(ts, bank, rows)
+            return (ts, acc + row_stats_from_steps(infos, num_rows)), losses
+
+        (ts, acc), losses = jax.lax.scan(body, (ts, acc0), None, length=num_updates)
+        return ts, ChunkMetrics(rows=acc, losses=losses, env_steps=ts.env_steps, update_step=ts.update_step)
+
+    def _train_chunk(self, ts, bank, rows, num_updates: int):
+        self.trace_counts["train_chunk"] += 1
+        fn = functools.partial(self._chunk_one, num_updates=num_updates)
+        return jax.vmap(fn, in_axes=(0, None, _rows_axis(rows)))(ts, bank, rows)
+
+    def compile_train_chunk(self, ts: TrainState, bank, rows, num_updates: int):
+        """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows) -> (ts, metrics).
+        Use it to time compilation on its own; it shares nothing with the `train_chunk` cache."""
+        return self._chunk_jit.lower(ts, bank, jnp.asarray(rows, jnp.int32), num_updates=num_updates).compile()
+
+    def train_chunk(self, ts: TrainState, bank, rows, num_updates: int) -> tuple[TrainState, ChunkMetrics]:
+        """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards).
+
+        bank: env params with leading K rows; rows: i32[N] or i32[S, N] (the bank row of each env slot; the
+        VecEnv reads both on every step, so after moving slots to other rows call `reset_envs` first).
+        Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
+        return self._chunk_jit(ts, bank, jnp.asarray(rows, jnp.int32), num_updates=num_updates)
+
+
+def make_trainer(env, cfg: PPOConfig, venv=None) -> Trainer:
+    """A Trainer for `env` (the project's env protocol) and `cfg`. `venv` overrides the default
+    `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`."""
+    return Trainer(env, cfg, venv)

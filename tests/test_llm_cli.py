@@ -1,0 +1,93 @@
+"""`llm generate` through a local argparse harness (the main CLI registers the same `add_llm_commands`)."""
+
+import argparse
+import json
+
+import pytest
+
+from envgen_jax.envs.crafter.config import CrafterConfig
+from envgen_jax.llm.cli import add_llm_commands
+from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS
+from envgen_jax.llm.testing import FakeOpenAIServer, completion_body, design_json, varied_configs
+
+GOOD = design_json(varied_configs(CrafterConfig, 4), [f"purpose {i}" for i in range(4)])
+GOOD_2 = design_json(varied_configs(CrafterConfig, 2, offset=7))
+
+
+def run(argv):
+    parser = argparse.ArgumentParser(prog="envgen-jax")
+    add_llm_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.fixture
+def server():
+    replies = [GOOD, GOOD_2]
+    with FakeOpenAIServer(lambda request: (200, completion_body(replies.pop(0) if replies else "junk"), {})) as s:
+        yield s
+
+
+def test_generate_feedback_and_replay(tmp_path, server, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "envs.json"
+    common = ["--base-url", server.base_url, "--model", "fake"]
+    assert run(["llm", "generate", "--env", "crafter", "--out", str(out), *common]) == 0
+    written = json.loads(out.read_text())
+    assert written["env"] == "crafter" and len(written["environments"]) == 4
+    assert [e["purpose"] for e in written["environments"]] == [f"purpose {i}" for i in range(4)]
+    assert [CrafterConfig.from_dict(e["config"]).to_dict(only_changed=True) for e in written["environments"]] == \
+        varied_configs(CrafterConfig, 4)
+    assert (tmp_path / "envs.transcript.jsonl").is_file()
+    assert "wrote 4 configurations" in capsys.readouterr().out
+
+    feedback = tmp_path / "success.json"
+    feedback.write_text(json.dumps({name: [10.0, 2.0] for name in CRAFTER_ACHIEVEMENTS}))
+    out2 = tmp_path / "envs2.json"
+    transcript = tmp_path / "fb.jsonl"
+    assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
+                "--out", str(out2), "--transcript", str(transcript), *common]) == 0
+    assert len(json.loads(out2.read_text())["environments"]) == 2
+    prompt = server.requests[1]["messages"][0]["content"]
+    assert "collect_coal: 10% +/- 2%" in prompt and "Environment 4: " in prompt
+
+    out3 = tmp_path / "envs3.json"
+    assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
+                "--backend", "replay", "--transcript", str(transcript), "--out", str(out3)]) == 0
+    assert json.loads(out3.read_text())["environments"] == json.loads(out2.read_text())["environments"]
+    assert len(server.requests) == 2  # the replay never touched the server
+
+
+def _fails(argv, capsys, *fragments):
+    with pytest.raises(SystemExit) as e:
+        run(argv)
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err, err
+    return err
+
+
+def test_errors_exit_1_with_a_message(tmp_path, capsys):
+    out = str(tmp_path / "envs.json")
+    _fails(["llm", "generate", "--feedback", str(tmp_path / "missing.json"), "--out", out], capsys,
+           "cannot read the --feedback file")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"collect_coal": 250}))
+    _fails(["llm", "generate", "--feedback", str(bad), "--backend", "openai", "--model", "m", "--base-url",
+            "http://127.0.0.1:9/v1", "--out", out], capsys, "collect_coal", "wake_up: missing")
+    _fails(["llm", "generate", "--backend", "replay", "--out", out], capsys, "needs --transcript")
+    config = tmp_path / "llm.yaml"
+    config.write_text(f"llm:\n  gguf_path: {tmp_path / 'none.gguf'}\n")
+    _fails(["llm", "generate", "--backend", "local", "--llm-config", str(config), "--out", out], capsys,
+           "none.gguf does not exist")
+    config.write_text("llm:\n  colour: red\n")
+    _fails(["llm", "generate", "--llm-config", str(config), "--out", out], capsys, "llm.colour: unknown setting")
+
+
+def test_invalid_replies_exit_1_naming_the_problems(tmp_path, capsys):
+    with FakeOpenAIServer(lambda request: (200, completion_body("I refuse to answer in JSON."), {})) as s:
+        _fails(["llm", "generate", "--base-url", s.base_url, "--model", "fake", "--max-repairs", "1",
+                "--out", str(tmp_path / "envs.json")], capsys, "after 2 replies (1 repair)", "no JSON object")
+    assert not (tmp_path / "envs.json").exists()

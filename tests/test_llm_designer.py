@@ -1,0 +1,292 @@
+"""The designer over a scripted client: repairs, errors, retries, fallback, transcript, replay and resume."""
+
+import json
+
+import pytest
+
+from envgen_jax.envs.crafter.config import CrafterConfig
+from envgen_jax.llm import Designer, DesignError, LLMError, LLMSettings, ReplayError
+from envgen_jax.llm.errors import RequestRefused, TransientLLMError
+from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS
+from envgen_jax.llm.testing import ScriptedClient, auto_reply, design_json, varied_configs
+from envgen_jax.llm.transcript import read_transcript
+
+SETTINGS = LLMSettings(backend="openai", model="fake", backoff_s=0.01, backoff_max_s=0.02, max_retries=2)
+SUCCESS = {name: (float(i), 1.0) for i, name in enumerate(CRAFTER_ACHIEVEMENTS)}
+GOOD = design_json(varied_configs(CrafterConfig, 4))
+GOOD_3 = design_json(varied_configs(CrafterConfig, 3, offset=5))
+
+
+def make(tmp_path, replies, settings=SETTINGS, **kw):
+    client = ScriptedClient(replies)
+    sleeps = []
+    designer = Designer("crafter", settings, tmp_path / "t.jsonl", client=client, sleep=sleeps.append, **kw)
+    return designer, client, sleeps
+
+
+def events(tmp_path):
+    return read_transcript(tmp_path / "t.jsonl")
+
+
+def test_generate_returns_validated_configs(tmp_path):
+    designer, client, _ = make(tmp_path, [GOOD])
+    configs, purposes = designer.generate(4)
+    assert [c.to_dict(only_changed=True) for c in configs] == varied_configs(CrafterConfig, 4)
+    assert all(isinstance(c, CrafterConfig) for c in configs) and len(purposes) == 4
+    call = client.calls[0]
+    assert call["model"] == "fake" and call["temperature"] == 0 and call["max_tokens"] == 2048
+    assert call["response_format"]["type"] == "json_schema"
+    assert call["response_format"]["json_schema"]["schema"]["properties"]["environments"]["minItems"] == 4
+    assert [m["role"] for m in designer.messages] == ["user", "assistant"]
+    record = [r for r in events(tmp_path) if r["event"] == "exchange"][0]
+    assert record["reply"] == GOOD and record["accepted"] and record["usage"]["total_tokens"] == 150
+    assert record["configs"] == [c.to_dict() for c in configs] and record["latency_s"] >= 0
+    assert record["messages"] == call["messages"]
+
+
+def test_bad_reply_is_repaired_with_the_problems(tmp_path):
+    fewer = design_json(varied_configs(CrafterConfig, 3))
+    designer, client, _ = make(tmp_path, ["prose only, sorry", fewer, GOOD])
+    configs, _ = designer.generate(4)
+    assert len(configs) == 4 and len(client.calls) == 3
+    repair = client.calls[2]["messages"]
+    assert [m["role"] for m in repair] == ["user", "assistant", "user", "assistant", "user"]
+    assert "expected exactly 4 environments, got 3" in repair[-1]["content"]
+    assert repair[1]["content"] == "prose only, sorry"
+    # Failed tries stay in the transcript, not in the conversation.
+    assert [m["role"] for m in designer.messages] == ["user", "assistant"] and designer.messages[1]["content"] == GOOD
+    log = events(tmp_path)
+    assert [r["accepted"] for r in log if r["event"] == "exchange"] == [False, False, True]
+    assert log[-1] == {**log[-1], "event": "design", "ok": True, "replies": 3, "repairs": 2}
+
+
+def test_design_error_after_bounded_repairs(tmp_path):
+    bad = json.dumps({"environments": [{"purpose": "p", "config": {"inventory_settings": {"wood": 99}}}] * 4})
+    designer, client, _ = make(tmp_path, [bad, bad, bad, GOOD])
+    with pytest.raises(DesignError) as e:
+        designer.generate(4)
+    assert len(client.calls) == 3  # 1 reply + 2 repairs, never more
+    message = str(e.value)
+    assert "after 3 replies (2 repairs)" in message and "inventory_settings.wood: 99 is above the maximum 9" in message
+    assert str(tmp_path / "t.jsonl") in message
+    assert isinstance(e.value, ValueError) and e.value.problems
+    assert designer.messages == [] and designer.configs == []  # nothing silently kept
+    assert events(tmp_path)[-1]["ok"] is False
+
+
+def test_max_repairs_zero(tmp_path):
+    designer, client, _ = make(tmp_path, ["nope"], settings=LLMSettings(**{**SETTINGS.to_dict(), "max_repairs": 0}))
+    with pytest.raises(DesignError, match="after 1 reply"):
+        designer.generate(4)
+
+
+def test_feedback_continues_the_conversation(tmp_path):
+    designer, client, _ = make(tmp_path, [GOOD, GOOD_3])
+    first, _ = designer.generate(4)
+    configs, _ = designer.feedback(SUCCESS, 3)
+    assert len(configs) == 3
+    sent = client.calls[1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1]["content"] == GOOD
+    assert "collect_diamond: 1% +/- 1%" in sent[2]["content"]
+    for c in first:
+        assert json.dumps(c.to_dict(only_changed=True)) in sent[2]["content"]
+    assert "You control the following settings" not in sent[2]["content"]  # rules are not re-sent mid-conversation
+    assert len(designer.messages) == 4 and designer.requests == 2
+
+
+def test_feedback_first_includes_generation_prompt(tmp_path):
+    designer, client, _ = make(tmp_path, [GOOD])
+    previous = [CrafterConfig(target_biome="mountain")]
+    designer.feedback({k: v[0] for k, v in SUCCESS.items()}, 4, previous=previous)
+    text = client.calls[0]["messages"][0]["content"]
+    assert "You control the following settings" in text
+    assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text
+
+
+def test_bad_success_rates_are_rejected_before_calling(tmp_path):
+    designer, client, _ = make(tmp_path, [GOOD])
+    with pytest.raises(LLMError, match="wake_up: missing"):
+        designer.feedback({"collect_coal": 3}, 4)
+    assert client.calls == []
+
+
+def test_transient_faults_are_retried_with_backoff(tmp_path):
+    designer, client, sleeps = make(tmp_path, [TimeoutError("slow"), ConnectionRefusedError("refused"), GOOD])
+    configs, _ = designer.generate(4)
+    assert len(configs) == 4 and sleeps == [0.01, 0.02]
+    errors = [r for r in events(tmp_path) if r["event"] == "error"]
+    assert [e["error"]["kind"] for e in errors] == ["transient", "transient"]
+
+
+def test_persistent_faults_give_a_clear_error(tmp_path):
+    designer, client, sleeps = make(tmp_path, [TimeoutError("slow")] * 3)
+    with pytest.raises(LLMError) as e:
+        designer.generate(4)
+    assert not isinstance(e.value, DesignError)
+    assert "failed 3 times" in str(e.value) and "slow" in str(e.value) and "resume" in str(e.value)
+    assert len(client.calls) == 3 and designer.messages == []
+
+
+def test_structured_output_falls_back_and_remembers(tmp_path):
+    refuse = RequestRefused("HTTP 500: Input should be 'text' or 'json_object' (response_format.type)", 500)
+    refuse_obj = RequestRefused("HTTP 400: unknown field response_format.schema", 400)
+    designer, client, _ = make(tmp_path, [refuse, refuse_obj, f"```json\n{GOOD}\n```", GOOD_3])
+    designer.generate(4)
+    modes = [c.get("response_format", {}).get("type", "text") for c in client.calls]
+    assert modes == ["json_schema", "json_object", "text"]
+    assert client.calls[1]["response_format"]["schema"]["properties"]["environments"]["maxItems"] == 4
+    designer.feedback(SUCCESS, 3)
+    assert "response_format" not in client.calls[3]  # the mode that worked is kept
+    assert designer.state_dict()["mode"] == "text"
+
+
+def test_unrelated_refusal_is_not_retried(tmp_path):
+    designer, client, _ = make(tmp_path, [RequestRefused("HTTP 401: bad key", 401)])
+    with pytest.raises(LLMError, match="refused the request.*401"):
+        designer.generate(4)
+    assert len(client.calls) == 1
+
+
+def test_state_round_trip_and_resume(tmp_path):
+    designer, _, _ = make(tmp_path, [GOOD])
+    designer.generate(4)
+    state = json.loads(json.dumps(designer.state_dict()))  # must be JSON-serialisable
+    assert state["env"] == "crafter" and state["calls"] == 1 and "api_key" not in json.dumps(state)
+    designer.close()
+    assert designer.state_dict() == state  # closing keeps what a checkpoint needs
+    client = ScriptedClient([GOOD_3])
+    resumed = Designer.from_state(state, SETTINGS, tmp_path / "t.jsonl", client=client)
+    assert resumed.configs == designer.configs and resumed.messages == designer.messages
+    resumed.feedback(SUCCESS, 3)
+    assert client.calls[0]["messages"][:2] == designer.messages
+
+
+def test_from_state_rejects_foreign_state():
+    with pytest.raises(LLMError, match="version"):
+        Designer.from_state({"version": 99})
+
+
+def _record_run(tmp_path):
+    client = ScriptedClient([RequestRefused("HTTP 500: response_format json_schema unsupported", 500),
+                             TimeoutError("slow"), "not json", GOOD, GOOD_3])
+    with Designer("crafter", SETTINGS, tmp_path / "rec.jsonl", client=client, sleep=lambda s: None) as d:
+        run = [d.generate(4), d.feedback(SUCCESS, 3)]
+    return run
+
+
+def test_replay_reproduces_a_recorded_run(tmp_path):
+    recorded = _record_run(tmp_path)
+    replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
+    with Designer("crafter", replay, tmp_path / "replayed.jsonl") as d:
+        replayed = [d.generate(4), d.feedback(SUCCESS, 3)]
+        with pytest.raises(ReplayError, match="goes further than the recorded one"):
+            d.feedback(SUCCESS, 3)
+    assert replayed == recorded
+    original = [{k: v for k, v in r.items() if k not in ("time", "latency_s")} for r in read_transcript(
+        tmp_path / "rec.jsonl")]
+    again = [{k: v for k, v in r.items() if k not in ("time", "latency_s")} for r in read_transcript(
+        tmp_path / "replayed.jsonl")]
+    assert again[:len(original)] == original
+
+
+def test_replay_detects_divergence(tmp_path):
+    _record_run(tmp_path)
+    replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
+    d = Designer("crafter", replay)
+    d.generate(4)
+    with pytest.raises(ReplayError, match="diverged at .*call #5"):
+        d.feedback({**SUCCESS, "collect_coal": (99.0, 0.0)}, 3)
+    with pytest.raises(ReplayError, match="does not exist"):
+        Designer("crafter", LLMSettings(backend="replay", replay_path=str(tmp_path / "nope.jsonl"))).generate(4)
+
+
+def test_replay_resumes_from_a_checkpoint(tmp_path):
+    recorded = _record_run(tmp_path)
+    replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
+    d = Designer("crafter", replay)
+    d.generate(4)
+    resumed = Designer.from_state(d.state_dict(), replay)
+    assert resumed.feedback(SUCCESS, 3) == recorded[1]
+
+
+def test_auto_reply_client_serves_any_size(tmp_path):
+    client = ScriptedClient(default=auto_reply(CrafterConfig))
+    d = Designer("crafter", SETTINGS, client=client)
+    assert len(d.generate(2).configs) == 2 and len(d.feedback(SUCCESS, 5).configs) == 5
+
+
+def test_settings_validation_and_backend_resolution(monkeypatch):
+    with pytest.raises(ValueError, match="llm.backend"):
+        LLMSettings(backend="magic")
+    with pytest.raises(ValueError, match="replay_path"):
+        LLMSettings(backend="replay")
+    with pytest.raises(ValueError, match="llm.colour: unknown setting"):
+        LLMSettings.from_dict({"colour": "red"})
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert LLMSettings().resolved_backend() == "local"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:9/v1")
+    assert LLMSettings().resolved_backend() == "openai"
+    assert LLMSettings(api_key="sk-secret").to_dict()["api_key"] is None
+
+
+def test_openai_backend_needs_model_and_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(LLMError, match="needs a model name"):
+        Designer("crafter", LLMSettings(backend="openai")).generate(4)
+    with pytest.raises(LLMError, match="OPENAI_API_KEY"):
+        Designer("crafter", LLMSettings(backend="openai", model="m")).generate(4)
+
+
+def test_transient_error_classification():
+    from envgen_jax.llm.client import classify
+
+    assert isinstance(classify(TimeoutError()), TransientLLMError)
+    assert isinstance(classify(ConnectionResetError()), TransientLLMError)
+    assert isinstance(classify(ValueError("odd")), RequestRefused)
+
+
+@pytest.mark.parametrize("name", ["llm_local.yaml", "llm_openai.yaml"])
+def test_shipped_llm_configs_load(name):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "configs" / name
+    settings = LLMSettings.from_file(path)
+    assert settings.backend in ("local", "openai") and settings.max_repairs == 2 and settings.api_key is None
+
+
+def test_spec_check_problems_are_repaired(tmp_path):
+    import dataclasses
+
+    from envgen_jax.llm.spec import get_env_spec
+
+    def no_mountains(config, where):
+        return [f"{where}.environment_settings.target_biome: no mountains in this run"] \
+            if config.target_biome == "mountain" else []
+
+    spec = dataclasses.replace(get_env_spec("crafter"), check=no_mountains)
+    mountains = design_json([{"environment_settings": {"target_biome": "mountain"}}] * 4)
+    client = ScriptedClient([mountains, GOOD])
+    configs, _ = Designer(spec, SETTINGS, client=client).generate(4)
+    assert all(c.target_biome != "mountain" for c in configs)
+    assert "environments[3].config.environment_settings.target_biome: no mountains" in \
+        client.calls[1]["messages"][-1]["content"]
+
+
+def test_ask_sends_a_custom_turn_with_the_same_machinery(tmp_path):
+    from envgen_jax.llm import curricula
+
+    designer, client, _ = make(tmp_path, ["not json", GOOD, GOOD_3, GOOD])
+    configs, _ = designer.ask("Design 4 easy environments as JSON.", 4, kind="easy_to_hard")
+    assert len(configs) == 4 and client.calls[0]["messages"] == [
+        {"role": "user", "content": "Design 4 easy environments as JSON."}]
+    assert "expected" not in designer.messages[0]["content"]  # the repair turn stayed out of the conversation
+    assert events(tmp_path)[-1]["kind"] == "easy_to_hard"
+    # The loop's curricula go through `ask` and continue the conversation.
+    assert len(curricula.request(designer, "easy_to_hard", 1, 4, 3, None).configs) == 3
+    assert "stage 2 of 4" in client.calls[2]["messages"][-1]["content"]
+    assert len(curricula.request(designer, "adversarial", 2, 4, 4, SUCCESS).configs) == 4
+    assert "as hard as possible" in client.calls[3]["messages"][-1]["content"]
+    with pytest.raises(LLMError, match="non-empty"):
+        designer.ask("  ", 4)

@@ -1,0 +1,135 @@
+"""Prompt text is generated from the same schema the validator uses, from editable templates."""
+
+import json
+
+import pytest
+
+from envgen_jax.envs.crafter.config import CrafterConfig
+from envgen_jax.llm import prompts
+from envgen_jax.llm.errors import LLMError
+from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS, EnvSpec, get_env_spec
+
+SPEC = get_env_spec("crafter")
+SUCCESS = {name: (float(i * 4), 1.5) for i, name in enumerate(CRAFTER_ACHIEVEMENTS)}
+
+
+def test_crafter_achievements_match_the_environment():
+    assert len(CRAFTER_ACHIEVEMENTS) == 22 and list(CRAFTER_ACHIEVEMENTS) == sorted(CRAFTER_ACHIEVEMENTS)
+    crafter = pytest.importorskip("envgen_jax.envs.crafter")
+    assert set(CRAFTER_ACHIEVEMENTS) == {str(a).lower() for a in crafter.ACHIEVEMENTS}
+
+
+def test_generation_prompt_lists_every_setting_value_and_achievement():
+    text = prompts.generation_prompt(SPEC, 4)
+    for s in CrafterConfig.schema():
+        assert s.path in text
+        assert s.describe() in text  # the validator's own wording, verbatim
+        for choice in s.choices or ():
+            assert repr(choice) in text
+    for name in CRAFTER_ACHIEVEMENTS:
+        assert f"\n{name}\n" in text or text.endswith(name)
+    for rule in ("only drink water", "wood pickaxe", "stone pickaxe", "iron pickaxe", "table", "furnace",
+                 "Skeletons", "Zombies", "Sleeping", "mountains"):
+        assert rule in text, rule
+    assert "exactly 4 environments" in text and "$" not in text
+
+
+def test_number_of_environments_is_a_parameter():
+    assert "exactly 7 environments" in prompts.generation_prompt(SPEC, 7)
+    schema = prompts.output_schema(CrafterConfig, 7)["properties"]["environments"]
+    assert schema["minItems"] == schema["maxItems"] == 7
+    assert schema["items"]["properties"]["config"] == CrafterConfig.json_schema()
+
+
+def test_output_schema_uses_enums_for_integers():
+    # llama.cpp's grammar ignores minimum/maximum, so every integer must be an explicit list.
+    config = prompts.output_schema(CrafterConfig, 4)["properties"]["environments"]["items"]["properties"]["config"]
+    for section in config["properties"].values():
+        for prop in section["properties"].values():
+            assert "enum" in prop or prop["type"] == "boolean"
+
+
+def test_example_environment_is_valid():
+    example = prompts.example_environment(SPEC)
+    CrafterConfig.from_dict(example["config"])
+    assert json.dumps(example) in prompts.generation_prompt(SPEC, 4)
+
+
+def test_feedback_prompt_has_scores_and_previous_configs():
+    previous = [CrafterConfig.from_dict({"environment_settings": {"target_biome": "mountain"}}), CrafterConfig()]
+    text = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3)
+    assert "collect_coal: 0% +/- 1.5%" in text and "wake_up: 84% +/- 1.5%" in text
+    assert "collect_stone: 20% +/- 1.5%" in text
+    for name in CRAFTER_ACHIEVEMENTS:
+        assert f"{name}: " in text
+    assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text
+    assert "Environment 2: {}" in text
+    assert "exactly 3 environments" in text and "wake_up" in text
+    assert "controllable" not in text and "You control the following settings" not in text
+    first = prompts.feedback_prompt(SPEC, SUCCESS, [], 3, with_generation=True)
+    assert first.startswith(prompts.generation_prompt(SPEC, 3)) and "(not available)" in first
+
+
+def test_success_accepts_mean_only_and_rejects_bad_numbers():
+    rates = prompts.normalise_success(SPEC, {name: 12 for name in CRAFTER_ACHIEVEMENTS})
+    assert rates["collect_coal"] == (12.0, 0.0)
+    assert prompts.format_success(SPEC, {**SUCCESS, "eat_plant": (0.04, 0.1)}).count("eat_plant: 0.04% +/- 0.1%") == 1
+    bad = {**SUCCESS, "place_stone": 400.0, "collect_wood": "high", "flying": 3}
+    del bad["wake_up"]
+    with pytest.raises(LLMError) as e:
+        prompts.normalise_success(SPEC, bad)
+    for fragment in ("place_stone", "collect_wood", "'flying' is not a Crafter achievement", "wake_up: missing"):
+        assert fragment in str(e.value)
+
+
+def test_small_percentages_keep_a_decimal():
+    assert prompts._pct(0.4) == "0.4" and prompts._pct(38.2) == "38" and prompts._pct(0) == "0"
+    assert prompts._pct(2.0) == "2" and prompts._pct(0.04) == "0.04" and prompts._pct(2.25) == "2.2"
+
+
+def test_edited_template_must_keep_required_fields(tmp_path):
+    for kind in ("generate", "feedback", "rules"):
+        (tmp_path / f"crafter_{kind}.txt").write_text(SPEC.read_template(kind))
+    (tmp_path / "crafter_example.json").write_text((SPEC.prompts_dir / "crafter_example.json").read_text())
+    spec = EnvSpec("crafter", "Crafter", CrafterConfig, CRAFTER_ACHIEVEMENTS, prompts_dir=tmp_path)
+    assert prompts.generation_prompt(spec, 4) == prompts.generation_prompt(SPEC, 4)
+    (tmp_path / "crafter_generate.txt").write_text("Design ${num_envs} worlds.\n${achievements}\n${rules}\n"
+                                                   "${output_format}")
+    with pytest.raises(LLMError, match=r"lacks \$\{settings\}"):
+        prompts.generation_prompt(spec, 4)
+    (tmp_path / "crafter_generate.txt").write_text(SPEC.read_template("generate") + "${colour}")
+    with pytest.raises(LLMError, match="unknown field"):
+        prompts.generation_prompt(spec, 4)
+    (tmp_path / "crafter_feedback.txt").unlink()
+    with pytest.raises(LLMError, match="crafter_feedback.txt is missing"):
+        prompts.feedback_prompt(spec, SUCCESS, [], 4)
+
+
+def test_repair_prompt_lists_problems():
+    text = prompts.repair_prompt(["environments: expected exactly 4 environments, got 3"], 4)
+    assert "- environments: expected exactly 4 environments, got 3" in text and "exactly 4 environments" in text
+
+
+def test_heist_plugs_in_with_its_own_templates():
+    heist = pytest.importorskip("envgen_jax.envs.heist")
+    from envgen_jax.llm.spec import heist_spec
+
+    spec = get_env_spec("heist")
+    assert spec.config_cls is heist.HeistConfig and spec.achievements == tuple(heist.ACHIEVEMENTS)
+    text = prompts.generation_prompt(spec, 4)
+    for s in heist.HeistConfig.schema():
+        assert s.describe() in text
+    for name in heist.ACHIEVEMENTS:
+        assert name in text
+    success = {name: (50.0, 5.0) for name in heist.ACHIEVEMENTS}
+    assert "collect_gem: 50% +/- 5%" in prompts.feedback_prompt(spec, success, [], 4)
+    # Cross-field rules and the world-size check come back as repairable problems.
+    from envgen_jax.llm.reply import parse_reply
+
+    too_big = json.dumps({"environments": [{"purpose": "p", "config": {"maze_settings": {"maze_dim": 13}}}]})
+    assert parse_reply(too_big, spec.config_cls, 1).ok
+    small = heist_spec(9)
+    assert "does not fit" in parse_reply(too_big, small.config_cls, 1, check=small.check).problems[0]
+    crossed = json.dumps({"environments": [{"purpose": "p", "config": {
+        "maze_settings": {"num_keys": 1}, "start_settings": {"start_with_red_key": True}}}]})
+    assert "no red key" in parse_reply(crossed, spec.config_cls, 1).problems[0]

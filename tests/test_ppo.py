@@ -1,0 +1,272 @@
+"""PPO trainer on probe environments (CPU, tiny): GAE, value/policy targets, no retrace, seed-vmap equivalence."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from envgen_jax.trainer import probes
+from envgen_jax.trainer.metrics import mean_or_nan, to_host
+from envgen_jax.trainer.ppo import PPOConfig, compute_gae, make_trainer, select_seeds
+
+N = 16  # envs per seed
+TINY = dict(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
+            resets_per_step=N)  # every finished probe episode gets a freshly generated start
+
+
+def _seed0(tree):
+    return jax.tree.map(lambda x: x[0], tree)
+
+
+def _values(trainer, ts, obs):
+    _, v = trainer.apply(_seed0(ts.params), obs)
+    return np.asarray(v)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# GAE
+
+
+def _gae_loop(rewards, values, dones, truncated, last_value, gamma, lam, bootstrap_truncated):
+    T = len(rewards)
+    adv = np.zeros_like(values)
+    gae = np.zeros_like(last_value)
+    for t in reversed(range(T)):
+        next_value = last_value if t == T - 1 else values[t + 1]
+        done = dones[t].astype(np.float64)
+        trunc = (truncated[t] & dones[t]).astype(np.float64)
+        if bootstrap_truncated:
+            boot = np.where(trunc > 0, values[t], next_value)
+            term = done - trunc
+        else:
+            boot, term = next_value, done
+        delta = rewards[t] + gamma * boot * (1 - term) - values[t]
+        gae = delta + gamma * lam * (1 - done) * gae
+        adv[t] = gae
+    return adv, adv + values
+
+
+@pytest.mark.parametrize("bootstrap_truncated", [True, False])
+def test_gae_scan_matches_python_loop(bootstrap_truncated):
+    rng = np.random.default_rng(0)
+    T, B = 37, 5  # T not a multiple of the unroll (16)
+    rewards = rng.normal(size=(T, B)).astype(np.float32)
+    values = rng.normal(size=(T, B)).astype(np.float32)
+    dones = rng.random((T, B)) < 0.2
+    truncated = rng.random((T, B)) < 0.5
+    last_value = rng.normal(size=(B,)).astype(np.float32)
+    adv, tgt = jax.jit(compute_gae, static_argnums=(5, 6, 7))(rewards, values, dones, truncated, last_value, 0.97,
+                                                               0.9, bootstrap_truncated)
+    ref_adv, ref_tgt = _gae_loop(rewards.astype(np.float64), values.astype(np.float64), dones, truncated,
+                                 last_value.astype(np.float64), 0.97, 0.9, bootstrap_truncated)
+    np.testing.assert_allclose(adv, ref_adv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(tgt, ref_tgt, rtol=1e-5, atol=1e-5)
+
+
+def test_gae_without_dones_is_discounted_td_lambda():
+    # lambda = 1, no dones, V = 0: the advantage is the discounted return to the end plus the bootstrap
+    r = jnp.ones((4, 1))
+    adv, _ = compute_gae(r, jnp.zeros((4, 1)), jnp.zeros((4, 1), bool), jnp.zeros((4, 1), bool), jnp.full((1,), 2.0),
+                         0.5, 1.0)
+    np.testing.assert_allclose(np.asarray(adv)[:, 0], [1 + .5 + .25 + .125 + 2 * .0625, 1 + .5 + .25 + 2 * .125,
+                                                       1 + .5 + 2 * .25, 1 + 2 * .5], rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# probe environments (one trainer per env, compiled once per module)
+
+
+def _train(env, bank, updates, **overrides):
+    cfg = PPOConfig(**{**TINY, **overrides})
+    trainer = make_trainer(env, cfg)
+    rows = jnp.zeros(N, jnp.int32)
+    ts = trainer.init(bank, rows)
+    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=updates)
+    return trainer, ts, to_host(metrics)
+
+
+def test_constant_reward_value():
+    env = probes.ConstantRewardEnv()
+    trainer, ts, m = _train(env, probes.make_bank([1.0]), 150, gamma=0.9)
+    v = _values(trainer, ts, env._obs(0)[None])
+    assert abs(v[0] - 1.0) < 0.1, v
+    assert np.isfinite(m.losses.total_loss).all()
+
+
+def test_two_obs_value_per_observation():
+    env = probes.TwoObsEnv()
+    trainer, ts, _ = _train(env, probes.make_bank([[1.0, -1.0]]), 150)
+    v = _values(trainer, ts, jnp.eye(env.obs_dim)[:2])
+    np.testing.assert_allclose(v, [1.0, -1.0], atol=0.15)
+
+
+def test_discount_probe():
+    env = probes.DiscountEnv()
+    trainer, ts, _ = _train(env, probes.make_bank([1.0]), 250, gamma=0.8, gae_lambda=0.95)
+    v = _values(trainer, ts, jnp.eye(env.obs_dim)[:2])
+    np.testing.assert_allclose(v, [0.8, 1.0], atol=0.12)
+
+
+def test_bandit_policy_learns_rewarded_action():
+    env = probes.BanditEnv()
+    bank = probes.make_bank([1.0], shifts=[1])
+    trainer, ts, m = _train(env, bank, 150, ent_coef=0.0, lr=1e-2)
+    logits, _ = trainer.apply(_seed0(ts.params), jnp.eye(env.obs_dim))
+    probs = np.asarray(jax.nn.softmax(logits))
+    best = (np.arange(env.obs_dim) + 1) % env.num_actions
+    assert (probs[np.arange(env.obs_dim), best] > 0.9).all(), probs
+    # the chunk's success counts show the same thing: late in training "correct" dominates
+    rate = m.rows.achievement_counts[0, 0, 0] / m.rows.episodes[0, 0]
+    assert rate > 0.5
+
+
+@pytest.mark.parametrize("bootstrap, target", [(True, 2.0), (False, None)])
+def test_time_limit_bootstrap(bootstrap, target):
+    env = probes.TimeLimitEnv(limit=4)
+    trainer, ts, _ = _train(env, probes.make_bank([1.0]), 200, gamma=0.5, gae_lambda=0.95,
+                            bootstrap_truncated=bootstrap)
+    v = _values(trainer, ts, env._obs(0)[None])[0]
+    if bootstrap:
+        assert abs(v - target) < 0.15, v  # r / (1 - gamma)
+    else:
+        assert v < 1.8, v  # cut treated as a termination: mean of 1.875, 1.75, 1.5, 1 over the positions
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# bank / rows plumbing, retrace, seeds
+
+
+@pytest.fixture(scope="module")
+def two_seed_trainer():
+    cfg = PPOConfig(**{**TINY, "num_seeds": 3})
+    return make_trainer(probes.ConstantRewardEnv(), cfg)
+
+
+def test_per_row_metrics_and_no_retrace_when_bank_changes(two_seed_trainer):
+    trainer = two_seed_trainer
+    bank = probes.make_bank([1.0, 0.5, 2.0])
+    rows = jnp.asarray([0] * 10 + [1] * 6, jnp.int32)
+    ts = trainer.init(bank, rows)
+    ts, m = trainer.train_chunk(ts, bank, rows, num_updates=2)
+    before = trainer.trace_counts["train_chunk"]
+    m = to_host(m)
+    # one-step episodes: every step ends one, and each row's return is its reward exactly
+    steps = 2 * trainer.cfg.num_steps
+    np.testing.assert_array_equal(m.rows.episodes, [[10 * steps, 6 * steps, 0]] * 3)
+    np.testing.assert_array_equal(m.rows.env_steps, m.rows.episodes)
+    means = mean_or_nan(m.rows.return_sum, m.rows.episodes)
+    np.testing.assert_allclose(means[:, :2], [[1.0, 0.5]] * 3)
+    assert np.isnan(means[:, 2]).all()  # row 2 ran no env: NaN, not 0
+    np.testing.assert_array_equal(m.losses.total_loss.shape, (3, 2))
+    np.testing.assert_array_equal(m.env_steps, [2 * N * trainer.cfg.num_steps] * 3)
+
+    # new bank values and a new mixture: same shapes, so no retrace, and the numbers follow the new bank
+    bank2 = probes.make_bank([3.0, -1.0, 0.25])
+    rows2 = jnp.asarray([2] * 4 + [1] * 12, jnp.int32)
+    ts, m2 = trainer.train_chunk(ts, bank2, rows2, num_updates=2)
+    assert trainer.trace_counts["train_chunk"] == before
+    m2 = to_host(m2)
+    np.testing.assert_allclose(mean_or_nan(m2.rows.return_sum, m2.rows.episodes)[0], [np.nan, -1.0, 0.25])
+    np.testing.assert_array_equal(m2.rows.episodes[0], [0, 12 * steps, 4 * steps])
+
+    # fresh episodes after a mixture change: new key, counters and params kept
+    key, env_steps, p0 = np.asarray(ts.key), np.asarray(ts.env_steps), np.asarray(jax.tree.leaves(ts.params)[0])
+    ts = trainer.reset_envs(ts, bank2, rows2)
+    assert not (np.asarray(ts.key) == key).all(axis=1).any()
+    np.testing.assert_array_equal(ts.env_steps, env_steps)
+    np.testing.assert_array_equal(jax.tree.leaves(ts.params)[0], p0)
+    assert trainer.trace_counts["reset_envs"] == 1
+
+
+def test_output_state_matches_input_types(two_seed_trainer):
+    """The chunk's output TrainState has the input's exact shapes/dtypes/weak types (else the next call recompiles)."""
+    trainer = two_seed_trainer
+    bank = probes.make_bank([1.0])
+    rows = jnp.zeros(N, jnp.int32)
+    a = trainer.abstract_state(bank, rows)
+    b, _ = jax.eval_shape(lambda t: trainer._train_chunk(t, bank, rows, 1), a)
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        assert (x.shape, x.dtype, x.weak_type) == (y.shape, y.dtype, y.weak_type)
+
+
+def test_seed_vmap_matches_single_seed():
+    env = probes.BanditEnv()
+    cfg = PPOConfig(**{**TINY, "num_seeds": 3, "seed": 5})
+    trainer = make_trainer(env, cfg)
+    bank = probes.make_bank([1.0, 0.5], shifts=[1, 2])
+    rows = jnp.asarray([0, 1] * (N // 2), jnp.int32)
+
+    ts = trainer.init(bank, rows)  # seeds 5, 6, 7
+    assert ts.key.shape == (3, 2)
+    for _ in range(2):
+        ts, m = trainer.train_chunk(ts, bank, rows, num_updates=3)
+
+    one = trainer.init(bank, rows, seeds=[6])
+    for _ in range(2):
+        one, m1 = trainer.train_chunk(one, bank, rows, num_updates=3)
+
+    mid = select_seeds(ts, [1])
+    np.testing.assert_array_equal(mid.key, one.key)
+    np.testing.assert_array_equal(mid.env_steps, one.env_steps)
+    np.testing.assert_array_equal(to_host(m).rows.episodes[1], to_host(m1).rows.episodes[0])
+    for a, b in zip(jax.tree.leaves(mid.params), jax.tree.leaves(one.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    # the seeds really differ
+    assert not np.allclose(jax.tree.leaves(ts.params)[0][0], jax.tree.leaves(ts.params)[0][1])
+
+
+def test_per_seed_rows_match_shared_rows():
+    env = probes.ConstantRewardEnv()
+    trainer = make_trainer(env, PPOConfig(**{**TINY, "num_seeds": 2}))
+    bank = probes.make_bank([1.0, 0.5])
+    rows = jnp.asarray([0] * 8 + [1] * 8, jnp.int32)
+    shared, m_shared = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=2)
+    per_seed_rows = jnp.stack([rows, 1 - rows])
+    per, m_per = trainer.train_chunk(trainer.init(bank, per_seed_rows), bank, per_seed_rows, num_updates=2)
+    m_shared, m_per = to_host(m_shared), to_host(m_per)
+    np.testing.assert_array_equal(m_per.rows.episodes[0], m_shared.rows.episodes[0])
+    np.testing.assert_allclose(mean_or_nan(m_per.rows.return_sum, m_per.rows.episodes), [[1.0, 0.5], [1.0, 0.5]])
+    for a, b in zip(jax.tree.leaves(select_seeds(per, 0).params), jax.tree.leaves(select_seeds(shared, 0).params)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_lr_anneal_schedule():
+    env = probes.ConstantRewardEnv()
+    cfg = PPOConfig(**{**TINY, "anneal_lr": True, "total_updates": 4, "lr": 1e-3})
+    trainer = make_trainer(env, cfg)
+    bank = probes.make_bank([1.0])
+    rows = jnp.zeros(N, jnp.int32)
+    ts, m = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=5)
+    np.testing.assert_allclose(to_host(m).losses.learning_rate[0], [1e-3, 7.5e-4, 5e-4, 2.5e-4, 0.0], rtol=1e-6)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="divisible"):
+        PPOConfig(num_envs=3, num_steps=3, num_minibatches=2)
+    with pytest.raises(ValueError, match="total_updates"):
+        PPOConfig(anneal_lr=True)
+    assert PPOConfig.craftax_baseline().batch_size == 65536
+    paper = PPOConfig.envgen_paper()
+    assert (paper.gamma, paper.gae_lambda, paper.update_epochs, paper.num_minibatches, paper.lr) == \
+        (0.95, 0.65, 3, 8, 3e-4)
+    assert paper.minibatch_size == 512
+
+
+def test_networks_shapes_and_size():
+    from envgen_jax.trainer.networks import ActorCritic, count_params
+
+    mlp = ActorCritic(num_actions=17, obs_shape=(1345,))
+    params = mlp.init(jax.random.PRNGKey(0), jnp.zeros((1345,)))
+    assert 2.3e6 < count_params(params) < 2.5e6  # Craftax baselines: about 2.4M on the 1345-d input
+    logits, value = mlp.apply(params, jnp.zeros((3, 5, 1345)))
+    assert logits.shape == (3, 5, 17) and value.shape == (3, 5)
+
+    conv = ActorCritic(num_actions=17, obs_shape=(63, 63, 3), kind="conv", width=32, conv_channels=(8, 16))
+    params = conv.init(jax.random.PRNGKey(0), jnp.zeros((63, 63, 3)))
+    logits, value = conv.apply(params, jnp.ones((2, 4, 63, 63, 3)))
+    assert logits.shape == (2, 4, 17) and value.shape == (2, 4)
+    # heads start near-uniform (policy head init scale 0.01)
+    assert float(jnp.abs(logits).max()) < 0.5
