@@ -1,0 +1,83 @@
+"""HeistConfig: the designer schema, validation with field paths, and the params bank (no compiling)."""
+
+import json
+
+import jax.numpy as jnp
+import pytest
+
+from envgen_jax.envs.heist import HeistConfig, make_params
+from envgen_jax.envs.heist.config import START
+from envgen_jax.schema import ConfigError
+
+
+def problems_of(excinfo) -> str:
+    return "\n".join(excinfo.value.problems)
+
+
+def test_original_is_every_default_and_round_trips():
+    original = HeistConfig.original()
+    assert original == HeistConfig()
+    assert original.maze_dim == -1 and original.num_keys == -1 and original.max_episode_steps == 1000
+    assert original.summary() == "original heist"
+    config = HeistConfig.from_dict({"maze_settings": {"maze_dim": 7, "num_keys": 2},
+                                    "placement_settings": {"gem_distance": "Far"},
+                                    "start_settings": {"start_with_green_key": True}})
+    assert config.gem_distance == "far" and config.start_keys == (False, True, False)
+    assert HeistConfig.from_dict(config.to_dict()) == config
+    assert HeistConfig.from_dict(json.loads(json.dumps(config.to_dict(only_changed=True)))) == config
+
+
+def test_schema_text_and_json_schema():
+    text = HeistConfig.describe_settings()
+    for name in ("maze_dim", "num_keys", "key_distance", "gem_distance", "start_with_red_key", "max_episode_steps"):
+        assert name in text
+    schema = HeistConfig.json_schema()
+    assert schema["properties"]["maze_settings"]["properties"]["maze_dim"]["enum"] == [-1, 5, 7, 9, 11, 13]
+    assert schema["properties"]["maze_settings"]["properties"]["num_keys"]["enum"] == [-1, 0, 1, 2, 3]
+
+
+def test_validation_reports_every_problem_with_its_path():
+    with pytest.raises(ConfigError) as excinfo:
+        HeistConfig.from_dict({"maze_settings": {"maze_dim": 6, "num_keys": 4, "walls": 3},
+                               "placement_settings": {"gem_distance": "close"}}, where="row")
+    text = problems_of(excinfo)
+    assert "row.maze_settings.maze_dim: 6 is not allowed" in text  # cross-field rules over the fields that passed
+    assert "row.maze_settings.num_keys: 4 is above the maximum 3" in text
+    assert "row.maze_settings.walls: unknown setting" in text
+    assert "row.placement_settings.gem_distance: 'close' is not allowed" in text
+
+    with pytest.raises(ConfigError) as excinfo:
+        HeistConfig.from_dict({"maze_settings": {"maze_dim": 6, "num_keys": 1},
+                               START: {"start_with_green_key": True, "start_with_blue_key": True}})
+    text = problems_of(excinfo)
+    assert "maze_settings.maze_dim: 6 is not allowed" in text
+    assert f"{START}.start_with_green_key: the level has no green key with maze_settings.num_keys=1" in text
+    assert "start_with_blue_key" not in text
+
+    with pytest.raises(ConfigError, match="maze_settings.maze_dim: 3 is not allowed"):
+        HeistConfig(maze_dim=3)  # direct construction checks too
+    HeistConfig(num_keys=-1, start_with_red_key=True)  # a random key count may include red
+
+
+def test_maze_must_fit_the_world():
+    with pytest.raises(ConfigError) as excinfo:
+        HeistConfig.from_dict({"maze_settings": {"maze_dim": 11}}, world_dim=9)
+    assert "maze_settings.maze_dim: 11 does not fit the world of 9x9 (easy mode)" in problems_of(excinfo)
+    with pytest.raises(ConfigError) as excinfo:
+        make_params([HeistConfig(), {"maze_settings": {"maze_dim": 13}},
+                     {"episode_settings": {"max_episode_steps": 9}}], world_dim=9)
+    text = problems_of(excinfo)
+    assert "configs[1].maze_settings.maze_dim: 13 does not fit" in text
+    assert "configs[2].episode_settings.max_episode_steps: 9 is below the minimum 50" in text
+
+
+def test_make_params_stacks_rows():
+    bank = make_params([HeistConfig(), HeistConfig(maze_dim=9, num_keys=2, gem_distance="near",
+                                                   start_with_blue_key=True, max_episode_steps=300)])
+    assert bank.num_rows == 2
+    assert bank.maze_dim.tolist() == [-1, 9] and bank.num_keys.tolist() == [-1, 2]
+    assert bank.gem_distance.tolist() == [0, 1] and bank.max_steps.tolist() == [1000, 300]
+    assert bank.start_keys.tolist() == [[False] * 3, [True, False, False]]
+    rows = bank.row(jnp.array([1, 1, 0]))
+    assert rows.maze_dim.tolist() == [9, 9, -1]
+    assert make_params(HeistConfig()).num_rows == 1
