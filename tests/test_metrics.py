@@ -117,6 +117,10 @@ def test_evaluator_counts_n_episodes_per_env(bandit_eval):
     ev.run(ts.params, bank, rows, key=1, mode="greedy")
     ev.run(ts.params, probes.make_bank([2.0, 0.0], shifts=[3, 3]), rows, key=2, mode="sample")
     assert ev.trace_count == 1  # mode, bank and keys are traced
+    # per-seed rows [S, N]: seed 1 runs only row 1
+    per_seed = jnp.stack([rows, jnp.ones_like(rows)])
+    stats, _ = ev.run(ts.params, bank, per_seed, key=0, mode="random")
+    np.testing.assert_array_equal(to_host(stats).episodes, [[50, 30], [0, 80]])
 
 
 def test_evaluator_reports_none_when_no_episode_finished():

@@ -41,6 +41,8 @@ def save_checkpoint(path: str | os.PathLike, train_state: Any, metadata: dict | 
             raise FileExistsError(f"checkpoint exists: {path} (pass overwrite=True)")
         shutil.rmtree(path)
     path.mkdir(parents=True)
+    # Host copy first: orbax handed arrays whose computation was still in flight has deadlocked on CPU.
+    train_state = jax.device_get(train_state)
     ckptr = ocp.StandardCheckpointer()
     ckptr.save(path / STATE_DIR, train_state)
     ckptr.wait_until_finished()

@@ -4,13 +4,15 @@
     ts = trainer.init(bank, rows)                      # TrainState, leading seed axis [S] on every leaf
     ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=8)   # jitted; `ts` is donated
     host = to_host(metrics)                            # ChunkMetrics: RowStats [S, K], LossStats [S, U]
+    ts = trainer.reset_envs(ts, new_bank, new_rows)    # after the LLM step changed rows that slots run
 
 One chunk = `lax.scan` over `num_updates` PPO updates; one update = `lax.scan` over `num_steps` vector-env steps,
 a reverse-scan GAE, then `update_epochs` x `num_minibatches` Adam steps in two nested scans. The host acts only
 between chunks (the EnvGen LLM step goes there).
 
 * `bank` (env params pytree with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N] per seed)
-  are traced arguments: new values never recompile; a new K or N does (it changes shapes).
+  are traced arguments: new values never recompile; a new K or N does (it changes shapes). Per-seed configs
+  (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing into each seed's block.
 * `PPOConfig` is static (frozen, hashable): shapes, loop sizes and hyperparameters are closed over, so a new
   config compiles a new trainer.
 * Seeds: seed `s` starts from `jax.random.PRNGKey(s)`; `init(seeds=[3])` trains exactly the agent that is row i of
@@ -99,7 +101,8 @@ class PPOConfig:
     def __post_init__(self):
         problems = []
         if self.batch_size % self.num_minibatches:
-            problems.append(f"num_envs*num_steps={self.batch_size} is not divisible by num_minibatches={self.num_minibatches}")
+            problems.append(f"num_envs*num_steps={self.batch_size} is not divisible by "
+                            f"num_minibatches={self.num_minibatches}")
         if self.anneal_lr and self.total_updates <= 0:
             problems.append("anneal_lr needs total_updates > 0")
         if self.adv_norm not in ("minibatch", "batch", "none"):
@@ -234,7 +237,9 @@ class Trainer:
       reset_envs(ts, bank, rows) -> TrainState   fresh episodes after a mixture change (jitted; ts donated)
       abstract_state(bank, rows, seeds=None) -> TrainState of ShapeDtypeStructs (for checkpoint restore)
       apply(params, obs) -> (logits, value)   (one seed's params)
-    Attributes: env, cfg, venv, network, tx, trace_counts (dict: Python traces per jitted function).
+    Attributes: env, cfg, venv, network, tx, trace_counts (dict: Python traces per jitted function; eval_shape
+    via abstract_state counts as an init trace).
+    Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
     """
 
     def __init__(self, env, cfg: PPOConfig, venv=None):
@@ -305,9 +310,10 @@ class Trainer:
     def reset_envs(self, ts: TrainState, bank, rows) -> TrainState:
         """Fresh episodes in every env slot from `rows` of `bank` (params and optimiser kept; `ts` is donated).
 
-        Call it after changing the mixture (which row each slot runs): an episode that is running keeps its world
-        but from then on steps with its slot's new row, so its length and return would mix two configs. Banks
-        written only into rows no slot is running need no reset."""
+        Call it after changing the mixture (which row each slot runs) or the contents of rows that slots run:
+        running episodes, and the VecEnv's pre-generated spare worlds, were built from the old rows, so without a
+        reset their lengths, returns and achievements would mix two configs. Writing only rows that no slot runs
+        needs no reset. (Costs one world generation per env slot, plus the spares.)"""
         return self._reset_jit(ts, bank, jnp.asarray(rows, jnp.int32))
 
     def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
