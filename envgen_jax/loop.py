@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from envgen_jax.run_config import RunConfig
@@ -90,7 +89,7 @@ class EnvGenRun:
         self.log = log
         self.state = state or LoopState()
         self.plan = build_plan(cfg)
-        self.env = registry.make_env(cfg.env, cfg.observation)
+        self.env = registry.make_env(cfg.env, cfg.observation, cfg.heist_mode)
         self.config_cls = registry.config_class(cfg.env)
         self.trainer = make_trainer(self.env, cfg.trainer_ppo)
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
@@ -143,6 +142,11 @@ class EnvGenRun:
         self.log(f"envgen-jax: {self.cfg.method} on {self.cfg.env}, {self.cfg.seeds} seed(s), "
                  f"{total_updates * steps_per_update:,} env steps per seed, output in {self.out}")
         ts = self._initial_train_state()
+        if jax.device_count() > 1:  # every local device (or every host's, after jax.distributed.initialize())
+            from envgen_jax.trainer.sharding import layout, shard_train_state
+            ts = shard_train_state(ts, self.cfg.ppo.num_envs)
+            self.log(f"spread over {jax.device_count()} devices by "
+                     f"{layout(self.cfg.seeds, self.cfg.ppo.num_envs, jax.device_count())}")
         bar = _progress(total_updates * steps_per_update, self.state.env_steps, self.cfg.output.progress)
         try:
             while self.state.phase < len(self.plan):
@@ -167,9 +171,9 @@ class EnvGenRun:
                 self._writer.close()
         from envgen_jax.report import write_report
         report = write_report(self)
-        self.log(f"done: Crafter score {report['crafter_score']:.2f} +/- {report['crafter_score_std']:.2f} %, "
-                 f"reward {report['reward']:.2f} +/- {report['reward_std']:.2f}; report: {self.out / 'report.md'}"
-                 if report.get("crafter_score") is not None else f"done; report: {self.out / 'report.md'}")
+        if report["score"] is not None:
+            self.log(f"done: score {report['score']:.2f} +/- {report['score_std']:.2f} %, reward "
+                     f"{report['reward']:.2f} +/- {report['reward_std']:.2f}; report: {self.out / 'report.md'}")
         return report
 
     def _advance(self):
@@ -221,11 +225,15 @@ class EnvGenRun:
         if self._designers is None:
             from envgen_jax.llm.designer import Designer
             transcript = self.out / "llm_transcript.jsonl"
+            spec = self.cfg.env
+            if self.cfg.env == "heist":  # mazes that do not fit this world size go back to the LLM for repair
+                from envgen_jax.llm.spec import heist_spec
+                spec = heist_spec(self.env.world_dim)
             if self.state.designers:
-                self._designers = [Designer.from_state(s, self.cfg.llm, transcript, client=self._llm_client)
+                self._designers = [Designer.from_state(s, self.cfg.llm, transcript, env=spec, client=self._llm_client)
                                    for s in self.state.designers]
             else:
-                self._designers = [Designer(self.cfg.env, self.cfg.llm, transcript, client=self._llm_client)
+                self._designers = [Designer(spec, self.cfg.llm, transcript, client=self._llm_client)
                                    for _ in range(self.num_designers)]
         return self._designers
 
@@ -240,11 +248,15 @@ class EnvGenRun:
         (folder / f"cycle_{cycle + 1}.json").write_text(json.dumps(
             {"environments": [{"purpose": p, "config": c} for d in record["designers"]
                               for p, c in zip(d["purposes"], d["configs"])]}, indent=2))
-        if self.cfg.output.pictures and self.cfg.env == "crafter":
-            from envgen_jax.envs.crafter.render import save_world_pictures
-            configs = self._llm_configs(record)
-            save_world_pictures(configs[: self.cfg.schedule.envs_per_call], folder / f"cycle_{cycle + 1}.png",
-                                seed=self.cfg.seed)
+        if self.cfg.output.pictures:
+            configs = self._llm_configs(record)[: self.cfg.schedule.envs_per_call]
+            path = folder / f"cycle_{cycle + 1}.png"
+            if self.cfg.env == "crafter":
+                from envgen_jax.envs.crafter.render import save_world_pictures
+                save_world_pictures(configs, path, seed=self.cfg.seed)
+            else:
+                from envgen_jax.envs.heist import render_levels
+                render_levels(configs, path, seed=self.cfg.seed, mode=self.cfg.heist_mode)
 
     # --------------------------------------------------------------------------------------------- training
     def _llm_configs(self, record: dict | None = None) -> list:
@@ -264,9 +276,9 @@ class EnvGenRun:
 
     def _bank_and_rows(self, where: str):
         """Bank: row 0 the original game, then the LLM configurations (padded to a fixed capacity)."""
-        env_module = self._env_module()
         llm = self._llm_configs() if where in ("llm", "mixed") else []
-        bank = env_module.make_params([self.config_cls.original(), *llm], capacity=self.capacity)
+        padding = [self.config_cls.original()] * (self.capacity - 1 - len(llm))  # fixed shapes: no recompiles
+        bank = self.env.make_params([self.config_cls.original(), *llm, *padding])
         n, s = self.cfg.ppo.num_envs, self.cfg.seeds
         if where not in ("llm", "mixed") or not llm:
             return bank, np.zeros(n, np.int32)
@@ -279,15 +291,10 @@ class EnvGenRun:
         rows = [np.where(slot < first_llm, ORIGINAL_ROW, llm_rows + i * per) for i in range(s)]
         return bank, np.stack(rows).astype(np.int32)
 
-    def _env_module(self):
-        import importlib
-        from envgen_jax.envs.registry import ENV_MODULES
-        return importlib.import_module(ENV_MODULES[self.cfg.env])
-
     def _train(self, ts, phase: Phase, bar):
         bank, rows = self._bank_and_rows(phase.where)
         if self.state.phase_updates == 0:
-            ts = reset_envs(self.trainer, ts, bank, jnp.asarray(rows))  # a new phase starts fresh episodes
+            ts = self.trainer.reset_envs(ts, bank, rows)  # a new phase starts fresh episodes, from its rows
         chunk = self.cfg.schedule.updates_per_chunk
         scored = phase.where == "final"
         while self.state.phase_updates < phase.updates:
@@ -388,29 +395,6 @@ class EnvGenRun:
 
 
 # -------------------------------------------------------------------------------------------------- helpers
-def reset_envs(trainer, ts, bank, rows):
-    """New episodes in every env slot of every seed (after the rows changed), keys split from each seed's key."""
-    return _reset_envs_jit(trainer)(ts, bank, rows)
-
-
-_RESET_CACHE: dict = {}
-
-
-def _reset_envs_jit(trainer):
-    if trainer not in _RESET_CACHE:
-        def one(ts, bank, rows):
-            key, k_reset = jax.random.split(ts.key)
-            obs, env_state = trainer.venv.reset(k_reset, bank, rows)
-            env_state = jax.tree.map(lambda new, old: new.astype(old.dtype), env_state, ts.env_state)
-            return ts.replace(obs=obs, env_state=env_state, key=key)
-
-        def many(ts, bank, rows):
-            return jax.vmap(one, in_axes=(0, None, 0 if rows.ndim == 2 else None))(ts, bank, rows)
-
-        _RESET_CACHE[trainer] = jax.jit(many)
-    return _RESET_CACHE[trainer]
-
-
 def random_config(config_cls, rng: np.random.Generator):
     """A uniformly random valid configuration: every setting drawn uniformly from its allowed values."""
     values = {}

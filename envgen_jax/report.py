@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from envgen_jax.trainer.metrics import RowStats, crafter_score, mean_or_nan, success_rates
+from envgen_jax.trainer.metrics import RowStats, crafter_score, mean_or_nan, subtask_score, success_rates
 
 PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
     ("PPO (Moon et al.)", "15.5 +/- 0.6", "10.5 +/- 0.6"),
@@ -33,24 +33,33 @@ def _ms(values) -> tuple[float, float]:
     return (float(v.mean()), float(v.std())) if v.size else (float("nan"), float("nan"))
 
 
-def scored_summary(scored: dict | None, names) -> dict:
+SCORE_DEFINITIONS = {
+    "crafter": "Crafter score: per seed, success rates pooled over every episode that finished in the scored (final) "
+               "phase, S = exp(mean_i ln(1 + s_i)) - 1 over the 22 achievements; then mean +/- population std over "
+               "seeds",
+    "heist": "Heist score (ours; the paper's definition is unpublished): the Crafter formula over Heist's subtasks "
+             "(collect each key, open each lock, collect the gem), each rate over the scored-phase episodes whose "
+             "level offered that subtask, subtasks never offered left out; then mean +/- population std over seeds",
+}
+
+
+def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
     """Per-seed and across-seed numbers from the scored phase's summed RowStats (leaves [S], [S, A])."""
     if scored is None:
-        return {"episodes_per_seed": [], "crafter_score": None, "crafter_score_std": None, "reward": None,
+        return {"episodes_per_seed": [], "score": None, "score_std": None, "reward": None,
                 "reward_std": None, "achievements": {}, "achievements_std": {}}
     stats = RowStats(**{k: np.asarray(v) for k, v in scored.items()})
     rates = success_rates(stats)                      # [S, A], NaN for a seed with no finished episode
-    scores = crafter_score(rates)                     # [S]
+    scores = crafter_score(rates) if env == "crafter" else subtask_score(rates)  # [S]
     rewards = mean_or_nan(stats.return_sum, stats.episodes)
     score_m, score_s = _ms(scores)
     reward_m, reward_s = _ms(rewards)
-    with np.errstate(invalid="ignore"):
-        ach_m = np.nanmean(np.where(np.isnan(rates), np.nan, 100 * rates), axis=0) if rates.size else []
+    with _quiet():  # a subtask no seed ever finished stays NaN (reported as None), not 0
+        ach_m = np.nanmean(100 * rates, axis=0) if rates.size else []
         ach_s = np.nanstd(100 * rates, axis=0) if rates.size else []
     return {
         "episodes_per_seed": np.asarray(stats.episodes).tolist(),
-        "crafter_score": _f(score_m), "crafter_score_std": _f(score_s),
-        "crafter_score_per_seed": [_f(s) for s in scores],
+        "score": _f(score_m), "score_std": _f(score_s), "score_per_seed": [_f(s) for s in scores],
         "reward": _f(reward_m), "reward_std": _f(reward_s), "reward_per_seed": [_f(r) for r in rewards],
         "achievements": {n: _f(m) for n, m in zip(names, ach_m)},
         "achievements_std": {n: _f(s) for n, s in zip(names, ach_s)},
@@ -62,13 +71,15 @@ def write_report(run) -> dict:
     import time
     out, cfg, state = run.out, run.cfg, run.state
     names = list(run.env.achievement_names)
-    summary = scored_summary(state.scored, names)
+    summary = scored_summary(state.scored, names, cfg.env)
     final_eval = next((e for e in reversed(state.evals) if e.get("final")), None)
     report = {
         "method": cfg.method, "env": cfg.env, "seeds": cfg.seeds, "first_seed": cfg.seed,
         **summary,
-        "score_definition": "Crafter score over episodes finished in the scored (final) phase, per seed, "
-                            "then mean +/- population std over seeds",
+        # The Crafter score under its own name, as the paper reports it (None for other games).
+        "crafter_score": summary["score"] if cfg.env == "crafter" else None,
+        "crafter_score_std": summary["score_std"] if cfg.env == "crafter" else None,
+        "score_definition": SCORE_DEFINITIONS[cfg.env],
         "llm_calls": state.llm_calls,
         "env_steps": state.env_steps,
         "scored_env_steps": sum(p.updates for p in run.plan if p.where == "final") * cfg.steps_per_update,
@@ -77,9 +88,9 @@ def write_report(run) -> dict:
         "cycle_evaluations": [e for e in state.evals if not e.get("final")],
         "environments": state.designs,
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2))
     plots = plot_run(out, state, names, cfg.schedule.cycles)
     (out / "report.md").write_text(_markdown(report, names, plots))
+    (out / "report.json").write_text(json.dumps(report, indent=2))
     return report
 
 
@@ -94,7 +105,7 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
              f"{r['seeds']} seed(s) from {r['first_seed']}; {r['env_steps']:,} env steps per seed, of which "
              f"{r['scored_env_steps']:,} scored; {r['llm_calls']} LLM calls; {r['wall_seconds']:.0f} s wall time.", "",
              "| model | LLM calls | score % | reward | scored episodes per seed |", "|---|---|---|---|---|",
-             f"| this run: {r['method']} | {r['llm_calls']} | {_pm(r['crafter_score'], r['crafter_score_std'])} | "
+             f"| this run: {r['method']} | {r['llm_calls']} | {_pm(r['score'], r['score_std'])} | "
              f"{_pm(r['reward'], r['reward_std'])} | {', '.join(str(e) for e in r['episodes_per_seed'])} |"]
     if r["env"] == "crafter":
         lines += ["", "For reference, the paper's Table 1 (PPO agent, 4M params, pixels, 1M scored steps):", "",

@@ -114,6 +114,8 @@ class RunConfig:
     """first seed (seeds are seed .. seed + seeds - 1)"""
     observation: str = "symbolic"
     """agent observation: symbolic | pixels"""
+    heist_mode: str = "hard"
+    """Heist only: Procgen's distribution mode, easy (9x9 world) or hard (13x13, Procgen's default)"""
     ppo: PPOConfig = PPOConfig()
     schedule: ScheduleConfig = ScheduleConfig()
     eval: EvalConfig = EvalConfig()
@@ -130,6 +132,8 @@ class RunConfig:
             problems.append(f"seeds: {self.seeds} is below the minimum 1")
         if self.observation not in ("symbolic", "pixels"):
             problems.append(f"observation: {self.observation!r} is not one of 'symbolic', 'pixels'")
+        if self.heist_mode not in ("easy", "hard"):
+            problems.append(f"heist_mode: {self.heist_mode!r} is not one of 'easy', 'hard'")
         if (self.ppo.num_seeds, self.ppo.seed) != (1, 0):
             problems.append("ppo.num_seeds / ppo.seed: set the top-level `seeds` and `seed` instead")
         if problems:

@@ -72,7 +72,7 @@ def test_feedback_reaches_the_llm(envgen_run):
 
 def test_score_is_the_crafter_score_of_pooled_rates(envgen_run):
     out, report, _ = envgen_run
-    per_seed = report["crafter_score_per_seed"]
+    per_seed = report["score_per_seed"]
     assert report["crafter_score"] == pytest.approx(np.mean(per_seed))
     assert report["crafter_score_std"] == pytest.approx(np.std(per_seed))
     # The mean over seeds of the per-achievement rates, fed back through the formula, gives a pooled-style score

@@ -54,12 +54,12 @@ def read_config_file(path: str | Path, env_name: str) -> list[Any]:
     return configs
 
 
-def make_env(env_name: str, observation: str = "symbolic"):
+def make_env(env_name: str, observation: str = "symbolic", heist_mode: str = "hard"):
     """The single-environment object of a game (vmapped by `envs.vector.VecEnv`)."""
     if env_name == "crafter":
         from envgen_jax.envs.crafter import CrafterEnv
         return CrafterEnv(observation=observation)
     if env_name == "heist":
         from envgen_jax.envs.heist import HeistEnv
-        return HeistEnv(obs="pixels" if observation == "pixels" else "symbolic")
+        return HeistEnv(mode=heist_mode, obs="pixels" if observation == "pixels" else "symbolic")
     raise ConfigError([f"env: {env_name!r} is not known; expected one of {', '.join(ENV_MODULES)}"])

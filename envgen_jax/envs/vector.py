@@ -48,6 +48,7 @@ class StepInfo:
     episode_return: jax.Array
     episode_length: jax.Array
     achievements: jax.Array    # bool[N, A]: unlocked in the finished episode
+    available: jax.Array       # bool[N, A]: the finished episode offered the achievement (Heist: a key that exists)
     row: jax.Array             # i32[N]: the config row the slot ran
     stale_reset: jax.Array     # bool[N]: done, and the restart reused the previous starting world
 
@@ -97,7 +98,8 @@ class VecEnv:
         episode_length = vstate.episode_length + 1
         step_info = StepInfo(
             reward=reward, done=done, truncated=info["truncated"] & done, episode_return=episode_return,
-            episode_length=episode_length, achievements=info["achievements"], row=rows,
+            episode_length=episode_length, achievements=info["achievements"],
+            available=info.get("achievements_available", jnp.ones_like(info["achievements"])), row=rows,
             stale_reset=done & ~vstate.spare_fresh)
 
         # Episode ends: swap in the spare world (already generated from this slot's row).

@@ -38,6 +38,9 @@ class RowStats:
     length_sum: jax.Array  # i32[K]
     achievement_counts: jax.Array  # i32[K, A]: episodes (of those finished) that unlocked achievement a
     env_steps: jax.Array  # i32[K]: env steps taken in this row (finished episode or not)
+    # i32[K, A]: finished episodes that offered achievement a (Heist: its key or lock existed). Success rates divide
+    # by it; None means every episode offers every achievement (Crafter), i.e. the episode count.
+    available_counts: jax.Array | None = None
 
     def __add__(self, other: "RowStats") -> "RowStats":
         return jax.tree.map(lambda a, b: a + b, self, other)
@@ -46,7 +49,8 @@ class RowStats:
     def zeros(cls, num_rows: int, num_achievements: int) -> "RowStats":
         z = jnp.zeros((num_rows,), jnp.int32)
         return cls(episodes=z, return_sum=z.astype(jnp.float32), return_sq_sum=z.astype(jnp.float32), length_sum=z,
-                   achievement_counts=jnp.zeros((num_rows, num_achievements), jnp.int32), env_steps=z)
+                   achievement_counts=jnp.zeros((num_rows, num_achievements), jnp.int32), env_steps=z,
+                   available_counts=jnp.zeros((num_rows, num_achievements), jnp.int32))
 
 
 def row_stats_from_steps(info: Any, num_rows: int, count_mask: jax.Array | None = None) -> RowStats:
@@ -66,6 +70,8 @@ def row_stats_from_steps(info: Any, num_rows: int, count_mask: jax.Array | None 
 
     ret = jnp.where(done, info.episode_return.reshape(-1), 0.0)
     ach = info.achievements.reshape(done.shape[0], -1).astype(jnp.int32) * d_i[:, None]
+    available = getattr(info, "available", None)  # absent: every episode offers every achievement
+    available = jnp.ones_like(ach) if available is None else available
     return RowStats(
         episodes=seg(d_i),
         return_sum=seg(ret * d_f),
@@ -73,6 +79,7 @@ def row_stats_from_steps(info: Any, num_rows: int, count_mask: jax.Array | None 
         length_sum=seg(jnp.where(done, info.episode_length.reshape(-1), 0).astype(jnp.int32)),
         achievement_counts=seg(ach),
         env_steps=seg(jnp.ones_like(d_i)),
+        available_counts=seg(available.reshape(done.shape[0], -1).astype(jnp.int32) * d_i[:, None]),
     )
 
 
@@ -126,7 +133,9 @@ def mean_or_nan(total, count):
 
 def success_rates(stats: RowStats) -> np.ndarray:
     """Per-achievement success rate in [0, 1] over finished episodes: [..., K, A]; NaN where no episode finished."""
-    return mean_or_nan(stats.achievement_counts, np.asarray(stats.episodes)[..., None])
+    if stats.available_counts is None:
+        return mean_or_nan(stats.achievement_counts, np.asarray(stats.episodes)[..., None])
+    return mean_or_nan(stats.achievement_counts, stats.available_counts)
 
 
 def crafter_score(success_rate) -> np.ndarray:
@@ -135,6 +144,14 @@ def crafter_score(success_rate) -> np.ndarray:
     Reduces over the last axis (the achievements); NaN if any rate is NaN (no finished episode)."""
     s = 100.0 * np.asarray(success_rate, np.float64)
     return np.exp(np.mean(np.log1p(s), axis=-1)) - 1.0
+
+
+def subtask_score(success_rate) -> np.ndarray:
+    """The Crafter formula over the subtasks that were offered at all (Heist): NaN rates (never available) are left
+    out instead of making the whole score NaN. Equal to `crafter_score` when every rate is defined."""
+    s = 100.0 * np.asarray(success_rate, np.float64)
+    with np.errstate(invalid="ignore"), _quiet_nan():
+        return np.exp(np.nanmean(np.log1p(s), axis=-1)) - 1.0
 
 
 def pool_rows(stats: RowStats, rows: Sequence[int] | np.ndarray | None = None, axis: int = -1) -> RowStats:
@@ -151,7 +168,8 @@ def pool_rows(stats: RowStats, rows: Sequence[int] | np.ndarray | None = None, a
     return RowStats(
         episodes=pool(stats.episodes, False), return_sum=pool(stats.return_sum, False),
         return_sq_sum=pool(stats.return_sq_sum, False), length_sum=pool(stats.length_sum, False),
-        achievement_counts=pool(stats.achievement_counts, True), env_steps=pool(stats.env_steps, False))
+        achievement_counts=pool(stats.achievement_counts, True), env_steps=pool(stats.env_steps, False),
+        available_counts=None if stats.available_counts is None else pool(stats.available_counts, True))
 
 
 def pool_seeds(stats: RowStats) -> RowStats:

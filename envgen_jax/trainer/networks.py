@@ -86,6 +86,8 @@ class ActorCritic(nn.Module):
     @nn.compact
     def __call__(self, obs):
         x = obs.astype(jnp.float32)
+        if obs.dtype == jnp.uint8:  # raw pixels (Heist): scale to [0, 1] like Craftax's float pixels
+            x = x / 255.0
         nd = len(self.obs_shape)
         batch = x.shape[: x.ndim - nd]
         if self.kind == "mlp":

@@ -129,6 +129,9 @@ class CrafterEnv:
     def obs_shape(self) -> tuple[int, ...]:
         return (1345,) if self.observation == "symbolic" else (63, 63, 3)
 
+    def make_params(self, configs: Sequence[C.CrafterConfig]) -> CrafterParams:
+        return make_params(configs)
+
     def default_params(self) -> CrafterParams:
         return config_to_params(C.CrafterConfig.original())
 

@@ -121,13 +121,15 @@ def _mobs(n: int, health) -> Mobs:
 def _initial_state(map_, start, params, static: StaticEnvParams, state_key) -> EnvState:
     inventory = Inventory(*[params.inventory[i].astype(jnp.int32) for i in range(12)])
     return EnvState(
-        map=map_,
+        map=map_.astype(jnp.int32),
         mob_map=jnp.zeros(static.map_size, bool),
         player_position=start,
-        player_direction=Action.UP.value,
-        player_health=9, player_food=9, player_drink=9, player_energy=9,
-        player_recover=0.0, player_hunger=0.0, player_thirst=0.0, player_fatigue=0.0,
-        is_sleeping=False,
+        # Strong dtypes throughout: a weak-typed leaf would change type after one step and retrace jitted loops.
+        player_direction=jnp.int32(Action.UP.value),
+        player_health=jnp.int32(9), player_food=jnp.int32(9), player_drink=jnp.int32(9), player_energy=jnp.int32(9),
+        player_recover=jnp.float32(0.0), player_hunger=jnp.float32(0.0), player_thirst=jnp.float32(0.0),
+        player_fatigue=jnp.float32(0.0),
+        is_sleeping=jnp.bool_(False),
         inventory=inventory,  # a starting inventory unlocks nothing: achievements stay all False
         zombies=_mobs(static.max_zombies, 1),
         skeletons=_mobs(static.max_skeletons, 0),
@@ -140,5 +142,5 @@ def _initial_state(map_, start, params, static: StaticEnvParams, state_key) -> E
         achievements=jnp.zeros((len(Achievement),), bool),
         light_level=calculate_light_level(0, params),
         state_rng=state_key,
-        timestep=0,
+        timestep=jnp.int32(0),
     )

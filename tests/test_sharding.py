@@ -1,0 +1,59 @@
+"""Training sharded over several (forced) CPU devices gives the same results as on one device."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from envgen_jax.trainer.sharding import layout
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import jax, numpy as np
+    from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, make_params
+    from envgen_jax.trainer.ppo import PPOConfig, make_trainer
+    from envgen_jax.trainer.sharding import device_mesh, shard_train_state
+    assert jax.device_count() == 2, jax.devices()
+    seeds, envs = int(sys.argv[1]), 8
+    cfg = PPOConfig(num_envs=envs, num_steps=8, update_epochs=1, num_minibatches=2, width=32, depth=1,
+                    num_seeds=seeds)
+    bank = make_params([CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3)])
+    rows = np.arange(envs) % 2
+    out = {}
+    for name, devices in [("one", jax.devices()[:1]), ("two", jax.devices())]:
+        trainer = make_trainer(CrafterEnv(), cfg)
+        ts = shard_train_state(trainer.init(bank, rows), envs, device_mesh(devices))
+        ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2)
+        out[name] = {"params": [np.asarray(x).tolist() for x in jax.tree.leaves(ts.params)][:2],
+                     "episodes": np.asarray(metrics.rows.episodes).tolist(),
+                     "devices": len(jax.tree.leaves(ts.obs)[0].sharding.device_set)}
+    print(json.dumps(out))
+""")
+
+
+def test_layout_rules():
+    assert layout(8, 1024, 1) == "replicated"
+    assert layout(8, 1024, 4) == "seeds"
+    assert layout(3, 1024, 4) == "envs"
+    with pytest.raises(ValueError, match="multiple of the device count"):
+        layout(3, 10, 4)
+
+
+@pytest.mark.parametrize("seeds", [2, 1])  # 2 seeds: split by seed; 1 seed: split by env slot
+def test_two_forced_devices_match_one(seeds):
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    result = subprocess.run([sys.executable, "-c", SCRIPT, str(seeds)], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["one"]["devices"] == 1 and out["two"]["devices"] == 2
+    assert out["one"]["episodes"] == out["two"]["episodes"]
+    import numpy as np
+    for a, b in zip(out["one"]["params"], out["two"]["params"]):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
