@@ -48,7 +48,7 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
     if scored is None:
         return {"episodes_per_seed": [], "score": None, "score_std": None, "reward": None,
                 "reward_std": None, "achievements": {}, "achievements_std": {}}
-    stats = RowStats(**{k: np.asarray(v) for k, v in scored.items()})
+    stats = RowStats(**{k: None if v is None else np.asarray(v) for k, v in scored.items()})
     rates = success_rates(stats)                      # [S, A], NaN for a seed with no finished episode
     scores = crafter_score(rates) if env == "crafter" else subtask_score(rates)  # [S]
     rewards = mean_or_nan(stats.return_sum, stats.episodes)

@@ -203,3 +203,18 @@ def test_kill_9_anywhere_then_resume_gives_the_same_report(tmp_path):
     lines_b = (run / "metrics.jsonl").read_text().splitlines()
     strip = lambda line: {k: v for k, v in json.loads(line).items() if k not in ("steps_per_second", "seconds")}  # noqa: E731
     assert [strip(x) for x in lines_a] == [strip(x) for x in lines_b]
+
+
+def test_heist_runs_through_the_same_loop(tmp_path):
+    from envgen_jax.envs.heist import HeistConfig
+    cfg = load_run_config(ROOT / "configs" / "heist_envgen.yaml",
+                          TINY + ["heist_mode=easy", "observation=symbolic", "ppo.network=mlp", "llm.backend=openai",
+                                  "llm.model=fake", "schedule.original_env_steps=0"])
+    client = ScriptedClient(default=auto_reply(HeistConfig))
+    report = EnvGenRun(cfg, tmp_path, log=lambda s: None, llm_client=client).run()
+    assert report["env"] == "heist" and report["llm_calls"] == 2 and report["crafter_score"] is None
+    assert set(report["achievements"]) == {"collect_key_blue", "collect_key_green", "collect_key_red",
+                                           "open_lock_blue", "open_lock_green", "open_lock_red", "collect_gem"}
+    for name in ["environments/cycle_1.png", "report.md", "success_by_cycle.png", "learning_curve.png"]:
+        assert (tmp_path / name).is_file(), name
+    assert "Heist score (ours" in report["score_definition"]
