@@ -1,17 +1,25 @@
-"""Shared benchmark plumbing: honest timing (compile apart, two warm-ups, block_until_ready) and result files."""
+"""Shared benchmark plumbing: honest timing (compile apart, two warm-ups, block_until_ready), the machine and code a
+result came from, result files (one JSON per benchmark, merged across invocations of the same code on the same
+device), compile-time accounting through `jax.monitoring`, and small table helpers."""
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import subprocess
 import time
 from pathlib import Path
+from typing import Callable, Sequence
 
 import jax
 
-RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+
+CPU_NOTE = ("measured on a CPU: read the ratios; absolute speeds from a CPU (and from --cpu-tiny sizes) are not for "
+            "quoting")
 
 
 def time_call(fn, *args, repeats: int = 3) -> dict:
@@ -31,24 +39,185 @@ def time_call(fn, *args, repeats: int = 3) -> dict:
     return {"compile_and_first_call_s": compile_s, "median_s": statistics.median(times), "times_s": times}
 
 
-def environment() -> dict:
-    device = jax.devices()[0]
+def git_commit() -> dict:
+    """{'commit': HEAD or '', 'dirty': uncommitted changes in the tree}."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent).stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                                    text=True, cwd=ROOT).stdout.strip())
     except OSError:
-        commit = ""
-    import craftax  # noqa: F401
-    from importlib.metadata import version
-    return {"device": f"{device.platform}:{getattr(device, 'device_kind', '')}", "device_count": jax.device_count(),
-            "jax": jax.__version__, "craftax": version("craftax"), "python": platform.python_version(),
-            "cpu": platform.processor() or platform.machine(), "commit": commit,
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        head, dirty = "", False
+    return {"commit": head, "dirty": dirty}
 
 
-def save(name: str, payload: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    platform_tag = jax.devices()[0].platform
-    path = RESULTS / f"{name}_{platform_tag}.json"
-    path.write_text(json.dumps({"environment": environment(), **payload}, indent=2))
+def _version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def environment() -> dict:
+    """Where and with what a result was measured."""
+    device = jax.devices()[0]
+    memory = None
+    try:
+        stats = device.memory_stats() or {}
+        memory = stats.get("bytes_limit")
+    except Exception:  # CPU devices have no memory stats
+        pass
+    cache_dir = jax.config.jax_compilation_cache_dir
+    return {
+        "device": f"{device.platform}:{getattr(device, 'device_kind', '')}", "platform": device.platform,
+        "device_kind": getattr(device, "device_kind", ""), "device_count": jax.device_count(),
+        "local_device_count": jax.local_device_count(), "process_count": jax.process_count(),
+        "device_memory_bytes": memory,
+        "jax": jax.__version__, "jaxlib": _version("jaxlib"), "craftax": _version("craftax"),
+        "envgen_jax": _version("envgen-jax"), "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(), "host": platform.node(),
+        **git_commit(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "persistent_compilation_cache": (cache_dir if cache_dir and jax.config.jax_enable_compilation_cache
+                                         else None),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def platform_tag(tiny: bool = False) -> str:
+    """'gpu', 'cpu', 'tpu'; a tiny (smoke) run on an accelerator is tagged '<platform>_tiny'. A CPU result is
+    always tagged 'cpu' and marked not for quoting absolute speeds."""
+    p = jax.devices()[0].platform
+    p = "gpu" if p in ("cuda", "rocm", "gpu") else p
+    return f"{p}_tiny" if tiny and p != "cpu" else p
+
+
+def result_path(name: str, out_dir: str | Path | None = None, tag: str | None = None, suffix: str = ".json") -> Path:
+    return Path(out_dir or RESULTS) / f"{name}_{tag or platform_tag()}{suffix}"
+
+
+def save(name: str, payload: dict, out_dir: str | Path | None = None, tag: str | None = None) -> Path:
+    """Write {environment, **payload} to <out_dir>/<name>_<tag>.json (tag: the platform by default)."""
+    path = result_path(name, out_dir, tag)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"environment": environment(), **payload}, indent=2, default=_json_default))
     return path
+
+
+def _json_default(x):
+    try:
+        import numpy as np
+        if isinstance(x, np.generic):
+            return x.item()
+        if isinstance(x, np.ndarray):
+            return x.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+def save_merged(name: str, payload: dict, key: str, out_dir: str | Path | None = None, tag: str | None = None,
+                fresh: bool = False, log: Callable[[str], None] = print) -> Path:
+    """Like `save`, but keep the rows (payload['rows'], identified by row[key]) of an earlier file measured on the
+    same device, from the same commit (and tree state), with the same `payload['settings']`: several invocations
+    (say one per seed count, to stay within a time limit) then make one table. Rows measured now replace earlier
+    rows with the same key; every row keeps its own `measured_at`. `fresh` starts the file anew."""
+    path = result_path(name, out_dir, tag)
+    env = environment()
+    rows = list(payload["rows"])
+    if path.exists() and not fresh:
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            old = None
+        same = (old is not None
+                and all(old.get("environment", {}).get(k) == env[k] for k in ("device", "commit", "dirty", "jax"))
+                and old.get("settings") == json.loads(json.dumps(payload.get("settings"), default=_json_default)))
+        if same:
+            new_keys = {r[key] for r in rows}
+            kept = [r for r in old.get("rows", []) if r.get(key) not in new_keys]
+            if kept:
+                log(f"{path.name}: keeping {len(kept)} earlier row(s) ({key} = "
+                    f"{', '.join(str(r[key]) for r in kept)}) measured with the same code, device and settings")
+            rows = sorted(kept + rows, key=lambda r: r[key])
+        elif old is not None:
+            log(f"{path.name}: replacing an earlier file from other code, device or settings")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"environment": env, **payload, "rows": rows}, indent=2, default=_json_default))
+    return path
+
+
+class CompileTimer:
+    """Sums JAX's compile work (jaxpr trace + lowering + backend compile) seen through `jax.monitoring`, split by
+    a `category` the caller sets; also counts persistent-cache hits (which make a "compile included" time lie).
+
+        timer = CompileTimer()
+        with timer:
+            timer.category = "train"; ...
+        timer.total_s, timer.by_category, timer.cache_hits
+    """
+
+    EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
+              "/jax/core/compile/backend_compile_duration")
+
+    def __init__(self):
+        self.category = "other"
+        self.by_category: dict[str, float] = {}
+        self.by_event: dict[str, float] = {}
+        self.cache_hits = 0
+        self.backend_compiles = 0
+
+    def _duration(self, event: str, duration: float, **_):
+        if event in self.EVENTS:
+            self.by_category[self.category] = self.by_category.get(self.category, 0.0) + duration
+            short = event.rsplit("/", 1)[-1]
+            self.by_event[short] = self.by_event.get(short, 0.0) + duration
+            if event.endswith("backend_compile_duration"):
+                self.backend_compiles += 1
+
+    def _event(self, event: str, **_):
+        if event == "/jax/compilation_cache/cache_hits":
+            self.cache_hits += 1
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.by_category.values())
+
+    def __enter__(self):
+        jax.monitoring.register_event_duration_secs_listener(self._duration)
+        jax.monitoring.register_event_listener(self._event)
+        return self
+
+    def __exit__(self, *exc):
+        jax.monitoring.unregister_event_duration_listener(self._duration)
+        jax.monitoring.unregister_event_listener(self._event)
+
+
+def disable_persistent_cache() -> None:
+    """Compile times are part of what is measured: make sure no earlier run's compiled programs are reused."""
+    jax.config.update("jax_enable_compilation_cache", False)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence], title: str = "") -> str:
+    """A plain fixed-width text table (also valid as the body of a markdown table when `markdown`)."""
+    cells = [[_cell(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    line = lambda r: "  ".join(c.rjust(w) for c, w in zip(r, widths))  # noqa: E731
+    out = ([title] if title else []) + [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _cell(c) -> str:
+    if c is None:
+        return "n/a"
+    if isinstance(c, float):
+        if c != c:  # NaN
+            return "n/a"
+        return f"{c:,.0f}" if abs(c) >= 1000 else f"{c:.3g}" if abs(c) < 10 else f"{c:.1f}"
+    return str(c)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from envgen_jax.trainer.metrics import RowStats, crafter_score, mean_or_nan, subtask_score, success_rates
+from envgen_jax.trainer.metrics import _quiet_nan as _quiet
 
 PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
     ("PPO (Moon et al.)", "15.5 +/- 0.6", "10.5 +/- 0.6"),
@@ -181,14 +182,3 @@ def plot_run(out: Path, state, names, cycles: int) -> list[str]:
         plt.close(fig)
         written.append("success_by_cycle.png")
     return written
-
-
-class _quiet:
-    def __enter__(self):
-        import warnings
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        self._w.__exit__(*exc)
