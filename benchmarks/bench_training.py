@@ -127,6 +127,49 @@ def bench_train(env, cfg: PPOConfig, updates: int, banks: dict, rows, repeats: i
     return compile_s, out, updates * cfg.steps_per_update
 
 
+def run(env_counts=(1024, 2048, 4096, 8192, 16384), num_steps: int = 64, updates: int = 4, repeats: int = 3,
+        bank_rows: int = 16, width: int = 512, resets_per_step: int = 0, log=print) -> list[dict]:
+    """Env-only vs training (homogeneous and heterogeneous banks) at every env count; one record per count."""
+    env = CrafterEnv()
+    k = bank_rows
+    homo = make_params([CrafterConfig.original()] * k)
+    het = make_params(heterogeneous_configs(k))
+    device = jax.devices()[0]
+    log(f"device {device.device_kind} ({device.platform}), jax {jax.__version__}, K={k} rows, "
+        f"{num_steps} steps/update, {updates} updates/chunk")
+    results = []
+    for n in env_counts:
+        rows = jnp.asarray(np.arange(n) * k // n, jnp.int32)  # contiguous blocks of n / k envs per row
+        cfg = PPOConfig.craftax_baseline(num_envs=n, num_steps=num_steps, width=width,
+                                         total_updates=10 ** 6, resets_per_step=resets_per_step,
+                                         num_minibatches=min(8, n * num_steps))
+        env_compile, env_times, env_steps = bench_env_only(env, n, num_steps, het, rows, repeats, resets_per_step)
+        tr_compile, tr_times, tr_steps = bench_train(env, cfg, updates, {"homogeneous": homo,
+                                                                         "heterogeneous": het}, rows, repeats)
+        sps = lambda steps, ts: steps / min(ts)  # noqa: E731
+        rec = {
+            "num_envs": n,
+            "env_only": {"compile_s": env_compile, "times_s": env_times, "sps": sps(env_steps, env_times),
+                         "steps_per_call": env_steps},
+            "train_homogeneous": {"compile_s": tr_compile, "times_s": tr_times["homogeneous"],
+                                  "sps": sps(tr_steps, tr_times["homogeneous"]), "steps_per_call": tr_steps},
+            "train_heterogeneous": {"times_s": tr_times["heterogeneous"],
+                                    "sps": sps(tr_steps, tr_times["heterogeneous"]), "steps_per_call": tr_steps},
+            "ppo": {"num_steps": num_steps, "updates_per_chunk": updates, "update_epochs": cfg.update_epochs,
+                    "num_minibatches": cfg.num_minibatches, "width": width, "depth": cfg.depth},
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        rec["ratio_train_homo_over_env"] = rec["train_homogeneous"]["sps"] / rec["env_only"]["sps"]
+        rec["ratio_train_het_over_env"] = rec["train_heterogeneous"]["sps"] / rec["env_only"]["sps"]
+        rec["ratio_het_over_homo"] = rec["train_heterogeneous"]["sps"] / rec["train_homogeneous"]["sps"]
+        results.append(rec)
+        log(f"N={n:6d}  env-only {rec['env_only']['sps']:12,.0f} sps (compile {env_compile:5.1f}s)  "
+            f"train homo {rec['train_homogeneous']['sps']:12,.0f} sps (compile {tr_compile:5.1f}s)  "
+            f"het {rec['train_heterogeneous']['sps']:12,.0f} sps  train/env {rec['ratio_train_homo_over_env']:.2f}  "
+            f"het/homo {rec['ratio_het_over_homo']:.3f}")
+    return results
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env-counts", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
@@ -142,42 +185,9 @@ def main(argv=None):
     if args.cpu_tiny:
         args.env_counts, args.num_steps, args.updates, args.repeats, args.width = [8, 32], 16, 2, 2, 64
 
-    env = CrafterEnv()
-    k = args.bank_rows
-    homo = make_params([CrafterConfig.original()] * k)
-    het = make_params(heterogeneous_configs(k))
+    results = run(args.env_counts, args.num_steps, args.updates, args.repeats, args.bank_rows, args.width,
+                  args.resets_per_step, log=lambda s: print(s, flush=True))
     device = jax.devices()[0]
-    print(f"device {device.device_kind} ({device.platform}), jax {jax.__version__}, K={k} rows, "
-          f"{args.num_steps} steps/update, {args.updates} updates/chunk")
-    results = []
-    for n in args.env_counts:
-        rows = jnp.asarray(np.arange(n) * k // n, jnp.int32)  # contiguous blocks of n / k envs per row
-        cfg = PPOConfig.craftax_baseline(num_envs=n, num_steps=args.num_steps, width=args.width,
-                                         total_updates=10 ** 6, resets_per_step=args.resets_per_step,
-                                         num_minibatches=min(8, n * args.num_steps))
-        env_compile, env_times, env_steps = bench_env_only(env, n, args.num_steps, het, rows, args.repeats,
-                                                           args.resets_per_step)
-        tr_compile, tr_times, tr_steps = bench_train(env, cfg, args.updates, {"homogeneous": homo,
-                                                                              "heterogeneous": het}, rows,
-                                                     args.repeats)
-        sps = lambda steps, ts: steps / min(ts)  # noqa: E731
-        rec = {
-            "num_envs": n,
-            "env_only": {"compile_s": env_compile, "times_s": env_times, "sps": sps(env_steps, env_times)},
-            "train_homogeneous": {"compile_s": tr_compile, "times_s": tr_times["homogeneous"],
-                                  "sps": sps(tr_steps, tr_times["homogeneous"])},
-            "train_heterogeneous": {"times_s": tr_times["heterogeneous"],
-                                    "sps": sps(tr_steps, tr_times["heterogeneous"])},
-        }
-        rec["ratio_train_homo_over_env"] = rec["train_homogeneous"]["sps"] / rec["env_only"]["sps"]
-        rec["ratio_train_het_over_env"] = rec["train_heterogeneous"]["sps"] / rec["env_only"]["sps"]
-        rec["ratio_het_over_homo"] = rec["train_heterogeneous"]["sps"] / rec["train_homogeneous"]["sps"]
-        results.append(rec)
-        print(f"N={n:6d}  env-only {rec['env_only']['sps']:12,.0f} sps (compile {env_compile:5.1f}s)  "
-              f"train homo {rec['train_homogeneous']['sps']:12,.0f} sps (compile {tr_compile:5.1f}s)  "
-              f"het {rec['train_heterogeneous']['sps']:12,.0f} sps  train/env {rec['ratio_train_homo_over_env']:.2f}  "
-              f"het/homo {rec['ratio_het_over_homo']:.3f}", flush=True)
-
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     payload = {
         "benchmark": "bench_training", "utc": stamp, "device": str(device), "device_kind": device.device_kind,

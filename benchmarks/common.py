@@ -40,14 +40,23 @@ def time_call(fn, *args, repeats: int = 3) -> dict:
 
 
 def git_commit() -> dict:
-    """{'commit': HEAD or '', 'dirty': uncommitted changes in the tree}."""
+    """{'commit': HEAD, 'dirty': uncommitted changes to tracked files, 'commit_source'}. Where the tree is a copy
+    without git (a device machine, say), BENCH_COMMIT / BENCH_DIRTY=1 in the environment say what it is."""
+    head, dirty = "", False
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                    text=True, cwd=ROOT).stdout.strip())
+        proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+        if proc.returncode == 0:
+            head = proc.stdout.strip()
+            dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                        capture_output=True, text=True, cwd=ROOT).stdout.strip())
     except OSError:
-        head, dirty = "", False
-    return {"commit": head, "dirty": dirty}
+        pass
+    if head:
+        return {"commit": head, "dirty": dirty, "commit_source": "git"}
+    if os.environ.get("BENCH_COMMIT"):
+        return {"commit": os.environ["BENCH_COMMIT"], "dirty": os.environ.get("BENCH_DIRTY", "") == "1",
+                "commit_source": "BENCH_COMMIT"}
+    return {"commit": "", "dirty": None, "commit_source": "unknown: no git here and no BENCH_COMMIT"}
 
 
 def _version(name: str) -> str | None:
@@ -191,6 +200,37 @@ class CompileTimer:
     def __exit__(self, *exc):
         jax.monitoring.unregister_event_duration_listener(self._duration)
         jax.monitoring.unregister_event_listener(self._event)
+
+
+def designer_client(mode: str, config_cls):
+    """(client or None, description) for a benchmark's --llm: 'scripted' (a deterministic ScriptedClient answering
+    every request with a valid design, no LLM), 'transcript:PATH' (the replies recorded in an llm_transcript.jsonl,
+    in order, whatever this run's prompts; then the scripted responder) or 'config' (None: the run config's own
+    llm settings). A transcript description carries '_state' (fallback count) to read after the run."""
+    from envgen_jax.llm.testing import ScriptedClient, auto_reply
+    if mode == "scripted":
+        client = ScriptedClient(default=auto_reply(config_cls))
+        return client, {"mode": "scripted", "what": "envgen_jax.llm.testing.ScriptedClient(default=auto_reply("
+                        f"{config_cls.__name__})): every request answered at once with a valid design of the asked "
+                        "size (two settings changed per environment); no LLM"}
+    if mode.startswith("transcript:"):
+        path = Path(mode.split(":", 1)[1])
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        replies = [r["reply"] for r in records if r.get("event") == "exchange" and r.get("reply") is not None]
+        fallback = auto_reply(config_cls)
+        state = {"fallbacks": 0}
+
+        def after_transcript(kwargs):
+            state["fallbacks"] += 1
+            return fallback(kwargs)
+
+        client = ScriptedClient(replies, default=after_transcript)
+        return client, {"mode": "transcript", "path": str(path), "recorded_replies": len(replies),
+                        "what": "the replies recorded in the transcript, in order (the prompts of this run may "
+                                "differ), then the scripted responder", "_state": state}
+    if mode == "config":
+        return None, {"mode": "config", "what": "the run config's llm settings (see `llm` in the row)"}
+    raise ValueError(f"--llm: expected scripted | transcript:PATH | config, got {mode!r}")
 
 
 def disable_persistent_cache() -> None:

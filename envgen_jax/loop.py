@@ -153,7 +153,7 @@ class EnvGenRun:
                 phase = self.plan[self.state.phase]
                 bar.set_description(_phase_label(phase, self.cfg.schedule.cycles))
                 if phase.kind == "design":
-                    self._checkpoint(ts, reason="before the LLM step")
+                    # No checkpoint before the LLM step: the cycle-boundary one just before it holds the same state.
                     self._design(phase.cycle, bar)
                     self._advance()
                     self._checkpoint(ts, reason="after the LLM step")

@@ -218,3 +218,36 @@ def test_heist_runs_through_the_same_loop(tmp_path):
     for name in ["environments/cycle_1.png", "report.md", "success_by_cycle.png", "learning_curve.png"]:
         assert (tmp_path / name).is_file(), name
     assert "Heist score (ours" in report["score_definition"]
+
+
+def test_per_seed_designers_and_mixed_slots(tmp_path):
+    cfg = load_run_config(ROOT / "configs" / "smoke.yaml",
+                          TINY + ["schedule.feedback=per_seed", "schedule.mixing=mixed", "schedule.original_share=0.5",
+                                  "llm.backend=openai", "llm.model=fake", "output.pictures=false",
+                                  "output.tensorboard=false"])
+    client = ScriptedClient(default=auto_reply(CrafterConfig))
+    run = EnvGenRun(cfg, tmp_path, log=lambda s: None, llm_client=client)
+    report = run.run()
+    assert report["llm_calls"] == 4 == len(client.calls)  # 2 designers x 2 cycles
+    assert all(len(d["designers"]) == 2 for d in report["environments"])
+    bank, rows = run._bank_and_rows("mixed")
+    # Seed s runs its own designer's rows 1 + 2s and 2 + 2s on the half of its slots that are not the original game.
+    assert rows.shape == (2, 8) and (rows[:, :4] == 0).all() and set(rows[0, 4:]) == {1, 2} and set(rows[1, 4:]) == {3, 4}
+
+
+@pytest.mark.llm
+def test_smoke_config_with_the_offline_llm(tmp_path):
+    """configs/smoke.yaml as a user runs it: the bundled SmolLM2 through llama-cpp-python's server, on CPU."""
+    pytest.importorskip("llama_cpp")
+    from envgen_jax.llm.local_server import find_gguf
+    try:
+        find_gguf()
+    except Exception as e:  # noqa: BLE001 -- the model package is an install step of its own
+        pytest.skip(f"offline model not installed: {e}")
+    result = _cli(["train", "--config", str(ROOT / "configs" / "smoke.yaml"), "--out", str(tmp_path / "smoke"),
+                   "--set", "output.progress=false"], env={"OMP_WAIT_POLICY": "PASSIVE"}, timeout=1500)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((tmp_path / "smoke" / "report.json").read_text())
+    assert report["llm_calls"] == 2 and report["score"] is not None
+    transcript = [json.loads(line) for line in (tmp_path / "smoke" / "llm_transcript.jsonl").read_text().splitlines()]
+    assert sum(1 for e in transcript if e.get("event") == "design" and e.get("ok")) == 2

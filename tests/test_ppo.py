@@ -270,3 +270,17 @@ def test_networks_shapes_and_size():
     assert logits.shape == (2, 4, 17) and value.shape == (2, 4)
     # heads start near-uniform (policy head init scale 0.01)
     assert float(jnp.abs(logits).max()) < 0.5
+
+
+def test_init_many_seeds_does_not_hang(two_seed_trainer):
+    """Orthogonal initialisers are QR decompositions (LAPACK custom calls). Vmapped over seeds, six of them in one
+    program deadlocked jaxlib 0.10's CPU runtime (a measured 10/10 hangs), so parameters are made one seed at a
+    time and the vmapped part of `init` must hold no decomposition."""
+    trainer, bank = two_seed_trainer, probes.make_bank([1.0])
+    keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
+    params = jax.eval_shape(jax.vmap(trainer._init_params), keys)
+    jaxpr = str(jax.make_jaxpr(trainer._init)(keys, params, bank, jnp.zeros(trainer.cfg.num_envs, jnp.int32)))
+    for primitive in ("householder_product", "geqrf", "qr"):
+        assert primitive not in jaxpr
+    ts = trainer.init(bank, np.zeros(trainer.cfg.num_envs, np.int32), seeds=[0, 1])
+    assert jax.tree.leaves(jax.device_get(ts.params))[0].shape[0] == 2

@@ -96,7 +96,7 @@ class PPOConfig:
     seed: int = 0
     """first seed; seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()"""
     resets_per_step: int = 0
-    """fresh worlds generated per vector-env step (VecEnv; 0: its default, max(1, num_envs // 64))"""
+    """fresh worlds generated per vector-env step (VecEnv; 0: its default, max(1, num_envs // 256))"""
 
     def __post_init__(self):
         problems = []
@@ -256,6 +256,7 @@ class Trainer:
                               optax.adam(learning_rate=self.learning_rate, eps=cfg.adam_eps))
         self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
         self._init_jit = jax.jit(self._init)
+        self._params_jit = jax.jit(self._init_params)
         self._reset_jit = jax.jit(self._reset_envs, donate_argnums=(0,))
         self._chunk_jit = jax.jit(self._train_chunk, static_argnames=("num_updates",), donate_argnums=(0,))
 
@@ -282,20 +283,29 @@ class Trainer:
         # in weak_type and cost a second compile of train_chunk.
         return obs, jax.tree.map(lambda x: x.astype(x.dtype), env_state)
 
-    def _init_one(self, key, bank, rows):
-        k_params, k_reset, k_run = jax.random.split(key, 3)
-        params = self.network.init(k_params, jnp.zeros(self.obs_shape, jnp.float32))
+    def _init_params(self, key):
+        """One seed's network parameters (from the first of the seed key's three splits)."""
+        k_params, _, _ = jax.random.split(key, 3)
+        return self.network.init(k_params, jnp.zeros(self.obs_shape, jnp.float32))
+
+    def _init_one(self, key, params, bank, rows):
+        _, k_reset, k_run = jax.random.split(key, 3)
         obs, env_state = self._venv_reset(k_reset, bank, rows)
         return TrainState(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
                           update_step=jnp.int32(0), env_steps=jnp.int32(0))
 
-    def _init(self, keys, bank, rows):
+    def _init(self, keys, params, bank, rows):
         self.trace_counts["init"] += 1
-        return jax.vmap(self._init_one, in_axes=(0, None, _rows_axis(rows)))(keys, bank, rows)
+        return jax.vmap(self._init_one, in_axes=(0, 0, None, _rows_axis(rows)))(keys, params, bank, rows)
 
     def init(self, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
         """Fresh TrainState for `seeds` (default cfg.seeds); envs reset into `rows` of `bank`."""
-        return self._init_jit(self._seeds(seeds), bank, jnp.asarray(rows, jnp.int32))
+        keys = self._seeds(seeds)
+        # Parameters are made one seed at a time: vmapping the orthogonal initialisers (QR decompositions, LAPACK
+        # custom calls) over seeds deadlocked jaxlib 0.10's CPU runtime once a program held six or more of them
+        # (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
+        params = jax.tree.map(lambda *xs: jnp.stack(xs), *[self._params_jit(k) for k in keys])
+        return self._init_jit(keys, params, bank, jnp.asarray(rows, jnp.int32))
 
     def _reset_envs(self, ts, bank, rows):
         self.trace_counts["reset_envs"] += 1
@@ -317,7 +327,9 @@ class Trainer:
         return self._reset_jit(ts, bank, jnp.asarray(rows, jnp.int32))
 
     def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
-        return jax.eval_shape(self._init, self._seeds(seeds), bank, jnp.asarray(rows, jnp.int32))
+        keys = self._seeds(seeds)
+        params = jax.eval_shape(jax.vmap(self._init_params), keys)
+        return jax.eval_shape(self._init, keys, params, bank, jnp.asarray(rows, jnp.int32))
 
     # -- one PPO update ---------------------------------------------------------------------------------------
     def _rollout(self, params, obs, env_state, key, bank, rows):

@@ -1,0 +1,187 @@
+"""The benchmark machinery, on CPU at tiny sizes, with no timing thresholds: `benchmarks/run_all.py --cpu-tiny`
+writes one well-formed JSON (and a PNG) per part, rows merge across invocations, and the paper-reproduction table
+builder writes well-formed JSON and markdown. Everything goes to tmp dirs, never to benchmarks/results/."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# One subprocess runs all three parts (so they share it, and XLA flags can be set for it): LLVM at -O0 halves the
+# compile time of these tiny programs, which is all this test spends time on. conftest's persistent compilation
+# cache is inherited, so a second run of the suite compiles nothing.
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+TINY_NOMINAL_STEPS = 2 * (256 + 256) + 512  # run_all.TINY_E2E: 2 cycles x (LLM + original) + final, per seed
+
+
+@pytest.fixture(scope="module")
+def run_all_tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench_results")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "OMP_WAIT_POLICY": "PASSIVE",
+           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()}
+    proc = subprocess.run([sys.executable, "benchmarks/run_all.py", "--cpu-tiny", "--envs", "8", "--seeds", "1",
+                           "--out-dir", str(out), "--runs-dir", str(out / "runs")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + "\n" + proc.stderr[-4000:]
+    return out, proc.stdout
+
+
+def _load(out: Path, part: str) -> dict:
+    path = out / f"{part}_cpu.json"
+    assert path.is_file(), sorted(p.name for p in out.iterdir())
+    data = json.loads(path.read_text())
+    png = out / f"{part}_cpu.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    env = data["environment"]
+    for key in ("device", "platform", "jax", "jaxlib", "craftax", "commit", "dirty", "date", "device_count"):
+        assert key in env, key
+    assert env["platform"] == "cpu"
+    assert data["benchmark"] == part and data["cpu_tiny"] is True
+    assert "not for quoting" in data["note"]
+    assert data["rows"] and not [r for r in data["rows"] if "error" in r], data["rows"]
+    return data
+
+
+def test_run_all_envs_part(run_all_tiny):
+    out, stdout = run_all_tiny
+    data = _load(out, "envs")
+    (row,) = data["rows"]
+    assert row["num_envs"] == 8
+    for variant in ("craftax", "craftax_auto", "ours_original", "ours_hetero", "ours_resets"):
+        r = row["results"][variant]
+        assert r["steps_per_s"] > 0 and r["median_s"] > 0 and r["compile_and_first_call_s"] >= 0
+    assert set(row["ratios"]) >= {"ours_original_vs_craftax", "hetero_vs_homogeneous", "with_resets_vs_without"}
+    assert all(v > 0 for v in row["ratios"].values())
+    assert "== envs" in stdout and "ours/craftax" in stdout
+
+
+def test_run_all_training_part(run_all_tiny):
+    out, stdout = run_all_tiny
+    data = _load(out, "training")
+    (row,) = data["rows"]
+    assert row["num_envs"] == 8
+    for key in ("env_only", "train_homogeneous", "train_heterogeneous"):
+        assert row[key]["sps"] > 0 and len(row[key]["times_s"]) == data["settings"]["repeats"]
+    assert row["env_only"]["compile_s"] > 0 and row["train_homogeneous"]["compile_s"] > 0
+    for key in ("ratio_train_homo_over_env", "ratio_train_het_over_env", "ratio_het_over_homo"):
+        assert row[key] > 0
+    assert data["aims"]["het_over_homo"]["aim"] == 0.95
+    assert "== training" in stdout and "het/homo" in stdout
+
+
+def test_run_all_e2e_part(run_all_tiny):
+    out, stdout = run_all_tiny
+    data = _load(out, "e2e")
+    s = data["settings"]
+    assert s["config"] == "configs/crafter_envgen.yaml" and s["method"] == "envgen" and s["llm"] == "scripted"
+    (row,) = data["rows"]
+    assert row["seeds"] == 1 and row["llm_calls"] == s["cycles"] == 2
+    assert row["llm"]["mode"] == "scripted"
+    assert row["env_steps_per_seed"] == row["nominal_env_steps_per_seed"] == TINY_NOMINAL_STEPS
+    assert row["env_steps_total"] == TINY_NOMINAL_STEPS
+    assert row["wall_s"] > 0 and row["sps_wall"] > 0
+    assert row["compile_s"] is None or row["compile_s"] >= 0  # None: this jax names its compile events otherwise
+    phases = row["phase_s"]
+    assert {"llm", "train", "evaluate", "checkpoint", "init"} <= set(phases)
+    assert sum(phases.values()) == pytest.approx(row["wall_s"], rel=1e-6)
+    assert row["chunks"] == TINY_NOMINAL_STEPS // (8 * 16)  # one update of 8 envs x 16 steps per chunk
+    assert row["score"] is None or 0 <= row["score"] <= 100
+    assert "== e2e" in stdout and "wall / 1-seed wall" in stdout
+    assert not (out / "runs").exists() or not any((out / "runs").iterdir())  # run dirs cleaned up
+
+
+def test_rows_merge_across_invocations(tmp_path):
+    from benchmarks.common import save_merged
+
+    settings = {"steps": 4}
+    logs = []
+    save_merged("e2e", {"settings": settings, "rows": [{"seeds": 1, "wall_s": 1.0}, {"seeds": 8, "wall_s": 2.0}]},
+                "seeds", tmp_path, "cpu", log=logs.append)
+    path = save_merged("e2e", {"settings": settings, "rows": [{"seeds": 8, "wall_s": 3.0}, {"seeds": 32,
+                                                                                           "wall_s": 4.0}]},
+                       "seeds", tmp_path, "cpu", log=logs.append)
+    rows = json.loads(path.read_text())["rows"]
+    assert [(r["seeds"], r["wall_s"]) for r in rows] == [(1, 1.0), (8, 3.0), (32, 4.0)]  # 8 replaced, 1 kept
+    assert any("keeping 1 earlier row" in m for m in logs)
+    # Other settings, or --fresh: the earlier rows go.
+    path = save_merged("e2e", {"settings": {"steps": 5}, "rows": [{"seeds": 2, "wall_s": 5.0}]}, "seeds", tmp_path,
+                       "cpu", log=logs.append)
+    assert [r["seeds"] for r in json.loads(path.read_text())["rows"]] == [2]
+    path = save_merged("e2e", {"settings": {"steps": 5}, "rows": [{"seeds": 4, "wall_s": 5.0}]}, "seeds", tmp_path,
+                       "cpu", fresh=True)
+    assert [r["seeds"] for r in json.loads(path.read_text())["rows"]] == [4]
+
+
+def _fake_report(method: str, scores, rewards) -> dict:
+    import numpy as np
+    return {"method": method, "env": "crafter", "seeds": len(scores), "first_seed": 0,
+            "score": float(np.mean(scores)), "score_std": float(np.std(scores)),
+            "crafter_score": float(np.mean(scores)), "crafter_score_std": float(np.std(scores)),
+            "score_per_seed": list(scores), "reward": float(np.mean(rewards)), "reward_std": float(np.std(rewards)),
+            "reward_per_seed": list(rewards), "episodes_per_seed": [10] * len(scores), "llm_calls": 4,
+            "env_steps": 2_097_152, "scored_env_steps": 1_048_576, "wall_seconds": 12.5}
+
+
+def test_reproduce_table_json_markdown_plot(tmp_path):
+    from benchmarks import reproduce_paper as rp
+
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    fake = {"ppo": ([20.0, 22.0], [10.0, 11.0]), "envgen": ([30.0, 31.0, 32.0], [12.0, 12.5, 13.0])}
+    for method, (scores, rewards) in fake.items():
+        (runs / method).mkdir(parents=True)
+        (runs / method / "report.json").write_text(json.dumps(_fake_report(method, scores, rewards)))
+        llm = {"mode": "none"} if method == "ppo" else {"mode": "config", "backend": "openai", "model": "m"}
+        (runs / method / rp.META).write_text(json.dumps({"method": method, "llm": llm, "cpu_tiny": False,
+                                                          "environment": {"device": "gpu:Fake", "commit": "abc"}}))
+    result = rp.main(["--table-only", "--runs-dir", str(runs), "--out-dir", str(out), "--tag", "test"])
+    paths = result["paths"]
+    assert set(paths) == {"json", "md", "png"} and all(Path(p).parent == out for p in paths.values())
+    table = json.loads(Path(paths["json"]).read_text())
+    assert [r["method"] for r in table["rows"]] == list(rp.METHODS)
+    assert table["smoke_test"] is False and table["environment"]["device"] == "gpu:Fake"
+    by = {r["method"]: r for r in table["rows"]}
+    assert by["envgen"]["ours"]["score"] == pytest.approx(31.0)
+    assert by["envgen"]["ours"]["score_std"] == pytest.approx(0.8165, abs=1e-4)
+    assert by["ppo"]["ours"]["reward"] == pytest.approx(10.5) and by["ppo"]["ours"]["seeds"] == 2
+    assert by["fixed"]["ours"] is None and by["fixed"]["paper"]["score"] == 29.9
+    for method, paper in rp.PAPER.items():
+        assert by[method]["paper"] == {k: paper[k] for k in ("score", "score_std", "reward", "reward_std")}
+    cmp = table["envgen_vs_ppo"]
+    assert cmp["envgen_minus_ppo_score"] == pytest.approx(10.0) and cmp["margin_larger_than_spread"] is True
+    assert cmp["paper_envgen_minus_ppo_score"] == pytest.approx(5.8)
+
+    md = Path(paths["md"]).read_text()
+    table_lines = [line for line in md.splitlines() if line.startswith("|")]
+    assert len(table_lines) == 2 + len(rp.METHODS)
+    assert all(line.count("|") == table_lines[0].count("|") for line in table_lines)
+    assert "| PPO+EnvGen | Tables 1 and 3 | 31.0 +/- 0.8 | 12.5 +/- 0.4 | 3 | 2,097,152 | openai: m | 32.2 +/- 0.6 " \
+           "| 12.6 +/- 0.6 |" in md
+    assert "missing" in md and "SMOKE" not in md
+    assert Path(paths["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # A smoke run anywhere in the table labels the whole table as a smoke test.
+    meta = json.loads((runs / "ppo" / rp.META).read_text())
+    (runs / "ppo" / rp.META).write_text(json.dumps({**meta, "cpu_tiny": True}))
+    result = rp.main(["--table-only", "--runs-dir", str(runs), "--out-dir", str(out), "--tag", "test"])
+    assert result["table"]["smoke_test"] is True
+    assert "SMOKE TEST" in Path(result["paths"]["md"]).read_text()
+
+
+def test_reproduce_arguments():
+    from benchmarks import reproduce_paper as rp
+
+    args = rp.parse_args([])
+    assert args.llm == "auto" and args.methods == list(rp.METHODS)
+    assert rp.run_overrides(args)[0] == "seeds=8"
+    args = rp.parse_args(["--cpu-tiny", "--llm-set", "n_threads=8", "--set", "seeds=3"])
+    o = rp.run_overrides(args)
+    assert args.llm == "scripted" and "seeds=2" in o and o.index("seeds=3") > o.index("seeds=2")
+    assert "llm.n_threads=8" in o and "llm.backend=openai" in o
+    with pytest.raises(SystemExit):
+        rp.parse_args(["--methods", "ppo,nope"])
