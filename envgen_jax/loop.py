@@ -31,7 +31,7 @@ from envgen_jax.run_config import RunConfig
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.checkpoint import load_metadata, restore_checkpoint, save_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
-from envgen_jax.trainer.metrics import RowStats, crafter_score, pool_rows, success_rates, to_host
+from envgen_jax.trainer.metrics import RowStats, pool_rows, to_host
 from envgen_jax.trainer.ppo import make_trainer
 
 ORIGINAL_ROW = 0
