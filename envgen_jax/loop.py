@@ -264,7 +264,7 @@ class EnvGenRun:
         record = record or (self.state.designs[-1] if self.state.designs else None)
         if record is None:
             return []
-        default_length = self.config_cls().episode_length if hasattr(self.config_cls(), "episode_length") else None
+        default_length = getattr(self.config_cls.original(), "episode_length", None)  # Crafter only
         out = []
         for d in record["designers"]:
             for c in d["configs"]:
@@ -383,8 +383,7 @@ class EnvGenRun:
         self._session_start = time.monotonic()
         folder = self.out / "checkpoints"
         name = f"ckpt_{self.state.phase:03d}_{self.state.phase_updates:06d}"
-        # Copy to host first: handing orbax arrays whose computation is still in flight deadlocked on CPU.
-        path = save_checkpoint(folder / name, jax.device_get(ts), metadata={"loop": dataclasses.asdict(self.state),
+        path = save_checkpoint(folder / name, ts, metadata={"loop": dataclasses.asdict(self.state),
                                                              "reason": reason}, overwrite=True)
         (folder / "latest").write_text(name)  # written last: a checkpoint counts once it is complete
         older = sorted(p for p in folder.glob("ckpt_*") if p.name != name)
