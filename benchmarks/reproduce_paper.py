@@ -332,7 +332,7 @@ def write_outputs(table: dict, out_dir: Path, tag: str) -> dict:
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--methods", default=",".join(METHODS), help="comma list (default all five)")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+    ap.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                     help="run config override for every method (default seeds=8; repeatable)")
     ap.add_argument("--llm", default=None, help="auto (default: endpoint if configured, else the local model) | "
                     "scripted | transcript:PATH (default with --cpu-tiny: scripted)")

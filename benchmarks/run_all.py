@@ -504,7 +504,7 @@ def parse_args(argv=None):
     ap.add_argument("--bank-rows", type=int, default=16, help="training: config rows in each bank (default 16)")
     ap.add_argument("--config", default=str(ROOT / "configs" / "crafter_envgen.yaml"),
                     help="e2e: run configuration (default configs/crafter_envgen.yaml, the paper's protocol)")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+    ap.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                     help="e2e: override a setting of the run configuration (repeatable)")
     ap.add_argument("--llm", default="scripted",
                     help="e2e designer: scripted (default) | transcript:PATH | config (see the module doc)")

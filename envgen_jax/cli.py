@@ -19,9 +19,20 @@ from envgen_jax.schema import ConfigError
 ENVS = ("crafter", "heist")
 
 
-def cmd_validate(args) -> int:
+def _read_configs(args) -> list:
+    """The file's configurations, checked against the schema and (Heist) against the chosen mode's world size."""
     from envgen_jax.envs.registry import read_config_file
     configs = read_config_file(args.file, args.env)
+    if args.env == "heist":
+        from envgen_jax.envs.heist.config import WORLD_DIMS
+        problems = [p for i, c in enumerate(configs) for p in c.fit_problems(WORLD_DIMS[args.heist_mode], f"[{i}]")]
+        if problems:
+            raise ConfigError(problems)
+    return configs
+
+
+def cmd_validate(args) -> int:
+    configs = _read_configs(args)
     print(f"{args.file}: {len(configs)} valid {args.env} configuration{'s' * (len(configs) != 1)}")
     for i, c in enumerate(configs):
         print(f"  [{i}] {c.summary()}")
@@ -29,14 +40,13 @@ def cmd_validate(args) -> int:
 
 
 def cmd_render(args) -> int:
-    from envgen_jax.envs.registry import read_config_file
-    configs = read_config_file(args.file, args.env)
+    configs = _read_configs(args)
     if args.env == "crafter":
         from envgen_jax.envs.crafter.render import save_world_pictures
         path = save_world_pictures(configs, args.out, seed=args.seed)
     else:
         from envgen_jax.envs.heist import render_levels
-        path = render_levels(configs, args.out, seed=args.seed)
+        path = render_levels(configs, args.out, seed=args.seed, mode=args.heist_mode)
     print(f"wrote {path} ({len(configs)} world{'s' * (len(configs) != 1)}, seed {args.seed})")
     return 0
 
@@ -57,24 +67,35 @@ def build_parser() -> argparse.ArgumentParser:
                                    "of them, or {\"environments\": [...]} as written by `envgen-jax llm generate`.")
     p.add_argument("file", metavar="FILE.json")
     p.add_argument("--env", choices=ENVS, default="crafter", help="which game the configurations are for")
+    _heist_mode_option(p)
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("render", help="draw the whole generated world of each configuration as a PNG",
                        description="Generate each configuration's world for one seed and draw the whole map "
                                    "(one panel per configuration, with a legend).")
-    p.add_argument("file", metavar="FILE.json")
-    p.add_argument("--env", choices=ENVS, default="crafter")
+    p.add_argument("file", metavar="FILE.json", help="configurations, as for `validate`")
+    p.add_argument("--env", choices=ENVS, default="crafter", help="which game the configurations are for")
     p.add_argument("--seed", type=int, default=0, help="world seed (default 0)")
     p.add_argument("--out", default="world.png", help="output PNG path (default world.png)")
+    _heist_mode_option(p)
     p.set_defaults(handler=cmd_render)
 
-    p = sub.add_parser("settings", help="list every designer setting with allowed values and defaults")
-    p.add_argument("--env", choices=ENVS, default="crafter")
+    p = sub.add_parser("settings", help="list every designer setting with allowed values and defaults",
+                       description="Print every setting an environment designer (the LLM or you) may use: its path "
+                                   "in the configuration JSON, meaning, allowed values and default. The same text "
+                                   "goes into the LLM prompt.")
+    p.add_argument("--env", choices=ENVS, default="crafter", help="which game's settings (default crafter)")
     p.set_defaults(handler=cmd_settings)
 
     for register in _optional_commands():
         register(sub)
     return parser
+
+
+def _heist_mode_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--heist-mode", choices=("easy", "hard"), default="hard",
+                   help="Heist only: Procgen's distribution mode, which fixes the world size (easy 9x9, hard 13x13; "
+                        "default hard)")
 
 
 def _optional_commands() -> list[Callable]:

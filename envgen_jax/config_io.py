@@ -77,21 +77,27 @@ def from_mapping(cls, data: Any, path: str = "", problems: list[str] | None = No
         if key not in fields:
             problems.append(f"{here}: unknown setting; allowed: {', '.join(fields)}")
             continue
-        kwargs[key] = _coerce(value, hints[key], here, problems)
-    if len(problems) > start:
-        if own:
-            raise ConfigError(problems, what="settings")
-        return None
-    try:
-        return cls(**kwargs)
+        before = len(problems)
+        coerced = _coerce(value, hints[key], here, problems)
+        if len(problems) == before:  # a bad value is left out, so the checks below still see the good ones
+            kwargs[key] = coerced
+    try:  # the class's own checks run even when a field failed, so every problem is reported at once
+        obj = cls(**kwargs)
+    except TypeError:  # a required field was left out above: its problem is already listed
+        if len(problems) == start:
+            raise
+        obj = None
     except (ValueError, ConfigError) as e:
         if isinstance(e, ConfigError):
             problems.extend(e.problems)  # already named by their field paths
         else:
             problems.append(f"{path or cls.__name__}: {e}")
+        obj = None
+    if len(problems) > start:
         if own:
             raise ConfigError(problems, what="settings") from None
         return None
+    return obj
 
 
 def to_mapping(obj) -> dict:

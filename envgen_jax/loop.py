@@ -323,6 +323,8 @@ class EnvGenRun:
         record = {
             "env_steps": self.state.env_steps, "cycle": phase.cycle, "phase": phase.where,
             "episodes_per_seed": episodes.tolist(), "return_per_seed": _nan_to_none(returns),
+            # restarts that reused the slot's previous world (no fresh spare ready): see envs/vector.py
+            "stale_resets_per_seed": np.asarray(pooled.stale_resets).tolist(),
             "length_per_seed": _nan_to_none(lengths),
             "steps_per_second": steps * self.cfg.seeds / seconds, "seconds": seconds,
             "losses": {k: float(np.mean(v)) for k, v in vars(metrics.losses).items()},
@@ -347,7 +349,7 @@ class EnvGenRun:
         if self.state.scored is None:
             self.state.scored = {k: np.asarray(v).tolist() for k, v in vars(original).items()}
         else:
-            self.state.scored = {k: (np.asarray(self.state.scored[k]) + np.asarray(v)).tolist()
+            self.state.scored = {k: (np.asarray(self.state.scored.get(k, 0)) + np.asarray(v)).tolist()
                                  for k, v in vars(original).items()}
 
     # ------------------------------------------------------------------------------------------- evaluation

@@ -29,8 +29,8 @@ def add_train_commands(sub) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--config", metavar="FILE.yaml", help="run configuration (see configs/)")
     what.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its newest checkpoint")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                   help="override a setting, e.g. --set seeds=8 --set schedule.cycles=2 (repeatable)")
+    p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
+                   help="override settings, e.g. --set seeds=8 schedule.cycles=2 (several per --set, and repeatable)")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<config name>)")
     p.set_defaults(handler=cmd_train)
 

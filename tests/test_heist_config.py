@@ -81,3 +81,16 @@ def test_make_params_stacks_rows():
     rows = bank.row(jnp.array([1, 1, 0]))
     assert rows.maze_dim.tolist() == [9, 9, -1]
     assert make_params(HeistConfig()).num_rows == 1
+
+
+def test_validate_cli_checks_the_mode_world(tmp_path, capsys):
+    from envgen_jax.cli import main
+
+    path = tmp_path / "heist.json"
+    path.write_text(json.dumps([{"maze_settings": {"maze_dim": 7}}, {"maze_settings": {"maze_dim": 11}}]))
+    assert main(["validate", str(path), "--env", "heist"]) == 0  # hard mode: a 13x13 world
+    assert "2 valid heist configurations" in capsys.readouterr().out
+    assert main(["validate", str(path), "--env", "heist", "--heist-mode", "easy"]) == 1
+    err = capsys.readouterr().err
+    assert "[1].maze_settings.maze_dim: 11 does not fit the world of 9x9 (easy mode); use at most 9" in err
+    assert "[0]" not in err and "Traceback" not in err

@@ -55,6 +55,9 @@ def test_run_directory_has_every_output(envgen_run):
     assert "| this run: envgen | 2 |" in (out / "report.md").read_text()
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == report["env_steps"] // 128
+    for record in map(json.loads, lines):
+        stale, episodes = record["stale_resets_per_seed"], record["episodes_per_seed"]
+        assert len(stale) == 2 and all(0 <= a <= b for a, b in zip(stale, episodes))
     designs = json.loads((out / "environments" / "cycle_2.json").read_text())["environments"]
     assert len(designs) == 2 and all(CrafterConfig.from_dict(d["config"]) for d in designs)
 
@@ -108,11 +111,14 @@ def test_random_configs_are_valid_and_varied():
 
 def test_bad_run_config_and_overrides_are_clear():
     with pytest.raises(ConfigError) as err:
-        load_run_config(ROOT / "configs" / "smoke.yaml", ["ppo.num_env=3", "schedule.mixing=both", "seeds=two"])
+        load_run_config(ROOT / "configs" / "smoke.yaml",
+                        ["ppo.num_env=3", "schedule.mixing=both", "seeds=two", "method=magic", "ppo.gamma=high"])
     text = str(err.value)
     assert "ppo.num_env: unknown setting" in text
     assert "schedule.mixing: 'both' is not one of 'sequential', 'mixed'" in text
     assert "seeds: expected an integer, got 'two'" in text
+    assert "ppo.gamma: expected a number, got 'high'" in text
+    assert "method: 'magic' is not one of" in text  # the top level's own checks run although sections failed
     with pytest.raises(ConfigError, match="expected KEY.PATH=VALUE"):
         load_run_config(None, ["seeds"])
 
@@ -128,7 +134,7 @@ def test_train_cli_rejects_bad_input(tmp_path):
     result = _cli(["train", "--config", str(bad), "--out", str(tmp_path / "run")])
     assert result.returncode == 1
     assert "schedule.colour: unknown setting" in result.stderr and "Traceback" not in result.stderr
-    result = _cli(["train", "--config", str(ROOT / "configs" / "smoke.yaml"), "--set", "method=magic"])
+    result = _cli(["train", "--config", str(ROOT / "configs" / "smoke.yaml"), "--set", "seeds=2", "method=magic"])
     assert result.returncode == 1 and "method: 'magic' is not one of" in result.stderr
     result = _cli(["train", "--resume", str(tmp_path / "nothing")])
     assert result.returncode == 1 and "holds no run" in result.stderr
@@ -255,3 +261,28 @@ def test_smoke_config_with_the_offline_llm(tmp_path):
     assert report["llm_calls"] == 2 and report["score"] is not None
     transcript = [json.loads(line) for line in (tmp_path / "smoke" / "llm_transcript.jsonl").read_text().splitlines()]
     assert sum(1 for e in transcript if e.get("event") == "design" and e.get("ok")) == 2
+
+
+RUN_CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml")
+                     if not p.name.startswith("llm_") and p.name != "ppo_smoke.yaml")
+
+
+@pytest.mark.parametrize("name", RUN_CONFIGS)
+def test_every_bundled_run_config_loads_and_plans(name):
+    cfg = load_run_config(ROOT / "configs" / name, [])
+    plan = build_plan(cfg)
+    assert plan[-1].kind == "evaluate" and any(p.where == "final" for p in plan)
+    designs = sum(p.kind == "design" for p in plan)
+    assert designs == (0 if cfg.method == "ppo" else cfg.schedule.cycles)  # random: designs without an LLM
+
+
+def test_crafter_methods_compare_at_equal_steps():
+    """The paper comparisons (configs/crafter_<method>.yaml): same env steps, seeds and agent, one setting apart."""
+    steps = {}
+    for name in RUN_CONFIGS:
+        if name.startswith("crafter_") and "paper_agent" not in name:
+            cfg = load_run_config(ROOT / "configs" / name, [])
+            plan = build_plan(cfg)
+            steps[name] = (sum(p.updates for p in plan if p.kind == "train") * cfg.steps_per_update, cfg.seeds,
+                           cfg.ppo)
+    assert len(steps) == 6 and len(set(steps.values())) == 1, steps

@@ -69,3 +69,14 @@ def test_spares_refresh_and_stale_restarts_stay_in_row(run):
         for prev, nxt in zip(starts, starts[1:]):
             same = (maps[prev, slot] == maps[nxt, slot]).all()
             assert same == bool(stale[nxt, slot]), (slot, prev, nxt)
+
+
+def test_row_stats_count_stale_restarts_per_row(run):
+    from envgen_jax.trainer.metrics import row_stats_from_steps
+
+    rows, (info, *_rest) = run
+    stats = jax.device_get(row_stats_from_steps(info, ROWS))
+    done, stale, row = np.asarray(info.done), np.asarray(info.stale_reset), np.asarray(info.row)
+    expected = [int((done & stale & (row == r)).sum()) for r in range(ROWS)]
+    assert np.asarray(stats.stale_resets).tolist() == expected
+    assert 0 < sum(expected) < int(np.asarray(stats.episodes).sum())

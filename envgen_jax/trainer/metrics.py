@@ -2,7 +2,8 @@
 
 Device side (inside the jitted chunk, no callbacks):
   `RowStats` holds sums over *finished* episodes, broken out by config row (leading axis K = bank rows):
-  episodes, return_sum, return_sq_sum, length_sum, achievement_counts[K, A], plus env steps per row.
+  episodes, return_sum, return_sq_sum, length_sum, achievement_counts[K, A], env steps, available_counts and
+  stale_resets per row.
   `row_stats_from_steps(info, num_rows)` builds one from stacked `StepInfo` ([T, N] leaves); RowStats add with `+`.
   `LossStats` holds per-update PPO diagnostics. `ChunkMetrics` is what `train_chunk` returns: one RowStats summed
   over the chunk and LossStats stacked [num_updates], with a leading seed axis [S] on every leaf.
@@ -41,6 +42,9 @@ class RowStats:
     # i32[K, A]: finished episodes that offered achievement a (Heist: its key or lock existed). Success rates divide
     # by it; None means every episode offers every achievement (Crafter), i.e. the episode count.
     available_counts: jax.Array | None = None
+    # i32[K]: finished episodes whose restart reused the slot's previous starting world (no fresh spare was ready;
+    # see envs/vector.py). A high share means the world-refresh rate is too low for the episode lengths.
+    stale_resets: jax.Array | None = None
 
     def __add__(self, other: "RowStats") -> "RowStats":
         return jax.tree.map(lambda a, b: a + b, self, other)
@@ -50,7 +54,7 @@ class RowStats:
         z = jnp.zeros((num_rows,), jnp.int32)
         return cls(episodes=z, return_sum=z.astype(jnp.float32), return_sq_sum=z.astype(jnp.float32), length_sum=z,
                    achievement_counts=jnp.zeros((num_rows, num_achievements), jnp.int32), env_steps=z,
-                   available_counts=jnp.zeros((num_rows, num_achievements), jnp.int32))
+                   available_counts=jnp.zeros((num_rows, num_achievements), jnp.int32), stale_resets=z)
 
 
 def row_stats_from_steps(info: Any, num_rows: int, count_mask: jax.Array | None = None) -> RowStats:
@@ -72,6 +76,8 @@ def row_stats_from_steps(info: Any, num_rows: int, count_mask: jax.Array | None 
     ach = info.achievements.reshape(done.shape[0], -1).astype(jnp.int32) * d_i[:, None]
     available = getattr(info, "available", None)  # absent: every episode offers every achievement
     available = jnp.ones_like(ach) if available is None else available
+    stale = getattr(info, "stale_reset", None)  # absent (a bare env): every restart is fresh
+    stale = jnp.zeros_like(done) if stale is None else stale.reshape(-1) & done
     return RowStats(
         episodes=seg(d_i),
         return_sum=seg(ret * d_f),
@@ -80,6 +86,7 @@ def row_stats_from_steps(info: Any, num_rows: int, count_mask: jax.Array | None 
         achievement_counts=seg(ach),
         env_steps=seg(jnp.ones_like(d_i)),
         available_counts=seg(available.reshape(done.shape[0], -1).astype(jnp.int32) * d_i[:, None]),
+        stale_resets=seg(stale.astype(jnp.int32)),
     )
 
 
@@ -169,7 +176,8 @@ def pool_rows(stats: RowStats, rows: Sequence[int] | np.ndarray | None = None, a
         episodes=pool(stats.episodes, False), return_sum=pool(stats.return_sum, False),
         return_sq_sum=pool(stats.return_sq_sum, False), length_sum=pool(stats.length_sum, False),
         achievement_counts=pool(stats.achievement_counts, True), env_steps=pool(stats.env_steps, False),
-        available_counts=None if stats.available_counts is None else pool(stats.available_counts, True))
+        available_counts=None if stats.available_counts is None else pool(stats.available_counts, True),
+        stale_resets=None if stats.stale_resets is None else pool(stats.stale_resets, False))
 
 
 def pool_seeds(stats: RowStats) -> RowStats:
@@ -194,6 +202,7 @@ def summarize(stats: RowStats, achievement_names: Sequence[str]) -> dict:
     return {
         "episodes": n,
         "env_steps": int(stats.env_steps),
+        "stale_resets": None if stats.stale_resets is None else int(stats.stale_resets),
         "mean_return": f(mean_r),
         "std_return": f(np.sqrt(max(var, 0.0)) if n > 0 else np.nan),
         "mean_length": f(mean_or_nan(stats.length_sum, n)),

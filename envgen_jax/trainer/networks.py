@@ -86,7 +86,7 @@ class ActorCritic(nn.Module):
     @nn.compact
     def __call__(self, obs):
         x = obs.astype(jnp.float32)
-        if obs.dtype == jnp.uint8:  # raw pixels (Heist): scale to [0, 1] like Craftax's float pixels
+        if obs.dtype == jnp.uint8:  # pixels (Crafter, Heist) travel as bytes: scale to [0, 1]
             x = x / 255.0
         nd = len(self.obs_shape)
         batch = x.shape[: x.ndim - nd]

@@ -111,8 +111,9 @@ def bank_row(bank: CrafterParams, index) -> CrafterParams:
 class CrafterEnv:
     """One Craftax-Classic environment with traced, per-environment params (vmap it over envs and params rows).
 
-    observation: "symbolic" (f32[1345], craftax's symbolic view) or "pixels" (f32[63, 63, 3] in [0, 1]; the first use
-    builds craftax's texture cache, which takes minutes on a CPU).
+    observation: "symbolic" (f32[1345], craftax's symbolic view) or "pixels" (u8[63, 63, 3], craftax's pixel view
+    rounded to bytes: a quarter of the float rollout memory; the network scales it to [0, 1]. The first use builds
+    craftax's texture cache, ~20 s once per install).
     """
 
     observation: str = "symbolic"
@@ -129,6 +130,10 @@ class CrafterEnv:
     def obs_shape(self) -> tuple[int, ...]:
         return (1345,) if self.observation == "symbolic" else (63, 63, 3)
 
+    @property
+    def obs_dtype(self):
+        return jnp.float32 if self.observation == "symbolic" else jnp.uint8
+
     def make_params(self, configs: Sequence[C.CrafterConfig]) -> CrafterParams:
         return make_params(configs)
 
@@ -138,7 +143,8 @@ class CrafterEnv:
     def observe(self, state: EnvState) -> jax.Array:
         if self.observation == "symbolic":
             return render_craftax_symbolic(state)
-        return _pixel_renderer()(state) / 255.0
+        pixels = _pixel_renderer()(state)  # float in [0, 255]
+        return jnp.round(jnp.clip(pixels, 0.0, 255.0)).astype(jnp.uint8)
 
     def reset(self, key: jax.Array, params: CrafterParams) -> tuple[jax.Array, EnvState]:
         state = generate_world(key, params, self.static)
@@ -156,9 +162,11 @@ _RENDERER = []
 
 
 def _pixel_renderer():
-    # Imported lazily: building the renderer loads craftax's textures (slow, and writes a cache file once).
+    # Imported lazily: building the renderer loads craftax's textures (writes a cache file on first use). The first
+    # call may come while tracing; the textures are computed eagerly so that craftax's cache never keeps a tracer.
     if not _RENDERER:
         from craftax.craftax_classic.constants import BLOCK_PIXEL_SIZE_AGENT
         from craftax.craftax_classic.renderer import make_craftax_pixel_renderer
-        _RENDERER.append(make_craftax_pixel_renderer(BLOCK_PIXEL_SIZE_AGENT))
+        with jax.ensure_compile_time_eval():
+            _RENDERER.append(make_craftax_pixel_renderer(BLOCK_PIXEL_SIZE_AGENT))
     return _RENDERER[0]
