@@ -6,8 +6,10 @@
   ours_hetero    our CrafterEnv, a bank of 8 different configurations, slots spread over rows (no resets)
   ours_resets    VecEnv (config-aware auto-resets) over the heterogeneous bank, 1024-step episodes
 
-Ratios printed: ours_original / craftax, ours_hetero / ours_original, ours_resets / ours_hetero, ...
-ours_original and ours_hetero share one compiled rollout (same shapes), so ours_hetero's first call compiles nothing.
+Each variant starts from a state reset outside its timed calls, so stepping is timed apart from world generation,
+which is timed on its own (n worlds, vmapped; ours vs craftax's). Ratios printed: ours_original / craftax,
+ours_hetero / ours_original, ours_resets / ours_hetero, ..., and one world generation in env steps.
+ours_original and ours_hetero share one compiled step scan (same shapes), so ours_hetero's first call compiles nothing.
 benchmarks/run_all.py runs this as its `envs` part (with training and end-to-end beside it).
 Absolute steps/s mean something only on a GPU, with the device named; on a CPU read the ratios.
 
@@ -43,28 +45,25 @@ HETERO = [
 ]
 
 
-def plain_rollout(reset, step, n, steps):
-    """Reset n envs, then step them `steps` times with random actions (no resets)."""
-    def run(key, params):
-        keys = jax.random.split(key, n + 1)
-        _, state = jax.vmap(reset)(keys[1:], params)
-
+def plain_steps(step, n, steps):
+    """`steps` vmapped steps of n envs from a given state, random actions, no resets. The state comes from a reset
+    done outside the timed call, so stepping is timed apart from world generation."""
+    def run(key, state, params):
         def body(state, key):
             a_key, s_key = jax.random.split(key)
             actions = jax.random.randint(a_key, (n,), 0, 17)
             _, state, reward, done, _ = jax.vmap(step)(jax.random.split(s_key, n), state, actions, params)
             return state, reward.sum()
 
-        return jax.lax.scan(body, state, jax.random.split(keys[0], steps))[1]
+        return jax.lax.scan(body, state, jax.random.split(key, steps))[1]
 
     return jax.jit(run)
 
 
-def vec_rollout(venv, steps):
-    def run(key, bank, rows):
-        reset_key, key = jax.random.split(key)
-        _, vstate = venv.reset(reset_key, bank, rows)
-
+def vec_steps(venv, steps):
+    """`steps` VecEnv steps from a given state: episode ends swap in spares and stale spares are regenerated, all
+    inside the timed call (the reset cost a training run pays while stepping)."""
+    def run(key, vstate, bank, rows):
         def body(vstate, key):
             a_key, s_key = jax.random.split(key)
             actions = jax.random.randint(a_key, (venv.num_envs,), 0, 17)
@@ -92,21 +91,32 @@ def run(envs=(1024,), steps: int = 128, repeats: int = 3, log=print) -> dict:
         hetero = jax.tree.map(lambda x: x[rows], make_params(HETERO))
         resets_bank = make_params([CrafterConfig(**{**c.__dict__, "episode_length": 1024}) for c in HETERO])
 
-        results = {}
+        results, worlds = {}, {}
+        step_key, reset_key = jax.random.split(key)
+        reset_keys = jax.random.split(reset_key, n)
         for name, ref in [("craftax", CraftaxClassicSymbolicEnvNoAutoReset()), ("craftax_auto", CraftaxClassicSymbolicEnv())]:
             params = jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (n,)), ref.default_params)
-            results[name] = time_call(plain_rollout(ref.reset, ref.step, n, steps), key, params,
-                                      repeats=repeats)
-        # One compiled rollout serves both banks (same shapes): the second timing includes no compile.
-        ours_plain = plain_rollout(ours.reset, ours.step, n, steps)
-        results["ours_original"] = time_call(ours_plain, key, original, repeats=repeats)
-        results["ours_hetero"] = time_call(ours_plain, key, hetero, repeats=repeats)
+            reset = jax.jit(jax.vmap(ref.reset))
+            if name == "craftax":
+                worlds[name] = time_call(reset, reset_keys, params, repeats=repeats)
+            state = jax.block_until_ready(reset(reset_keys, params)[1])
+            results[name] = time_call(plain_steps(ref.step, n, steps), step_key, state, params, repeats=repeats)
+        # One compiled step scan serves both banks (same shapes): the second timing includes no compile.
+        ours_reset = jax.jit(jax.vmap(ours.reset))
+        worlds["ours"] = time_call(ours_reset, reset_keys, hetero, repeats=repeats)
+        ours_plain = plain_steps(ours.step, n, steps)
+        for name, params in (("ours_original", original), ("ours_hetero", hetero)):
+            state = jax.block_until_ready(ours_reset(reset_keys, params)[1])
+            results[name] = time_call(ours_plain, step_key, state, params, repeats=repeats)
         venv = VecEnv(ours, n)
-        vec = vec_rollout(venv, steps)
-        results["ours_resets"] = time_call(vec, key, resets_bank, rows, repeats=repeats)
-        dones, stale = vec(key, resets_bank, rows)
+        vstate = jax.block_until_ready(jax.jit(venv.reset)(reset_key, resets_bank, rows)[1])
+        vec = vec_steps(venv, steps)
+        results["ours_resets"] = time_call(vec, step_key, vstate, resets_bank, rows, repeats=repeats)
+        dones, stale = vec(step_key, vstate, resets_bank, rows)
         results["ours_resets"].update(episodes_ended=int(dones.sum()), stale_resets=int(stale.sum()),
                                       resets_per_step=venv.refresh_count)
+        for w in worlds.values():
+            w["s_per_world"] = w["median_s"] / n
         for r in results.values():
             r["steps_per_s"] = n * steps / r["median_s"]
         sps = {k: v["steps_per_s"] for k, v in results.items()}
@@ -115,12 +125,17 @@ def run(envs=(1024,), steps: int = 128, repeats: int = 3, log=print) -> dict:
                   "hetero_vs_homogeneous": sps["ours_hetero"] / sps["ours_original"],
                   "with_resets_vs_without": sps["ours_resets"] / sps["ours_hetero"],
                   "ours_resets_vs_craftax_auto": sps["ours_resets"] / sps["craftax_auto"],
-                  "craftax_autoreset_vs_no_reset": sps["craftax_auto"] / sps["craftax"]}
-        table.append({"num_envs": n, "steps": steps, "results": results, "ratios": ratios,
+                  "craftax_autoreset_vs_no_reset": sps["craftax_auto"] / sps["craftax"],
+                  "ours_world_vs_craftax_world": worlds["ours"]["s_per_world"] / worlds["craftax"]["s_per_world"],
+                  # one world generation, in env steps of the same device: why resets go through spare worlds
+                  "world_generation_in_steps": worlds["ours"]["s_per_world"] * sps["ours_hetero"]}
+        table.append({"num_envs": n, "steps": steps, "results": results, "world_generation": worlds, "ratios": ratios,
                       "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         log(f"\n{n} envs x {steps} steps on {jax.devices()[0]}")
         for k, v in sps.items():
             log(f"  {k:14s} {v:12,.0f} steps/s   (compile+first {results[k]['compile_and_first_call_s']:.1f}s)")
+        for k, w in worlds.items():
+            log(f"  {k:14s} world generation {1e3 * w['s_per_world']:.3f} ms per world ({n} at once)")
         for k, v in ratios.items():
             log(f"  {k:32s} {v:6.3f}")
     return {"benchmark": "envs", "settings": {"steps": steps, "repeats": repeats, "hetero_bank_rows": len(HETERO)},
@@ -133,6 +148,8 @@ VARIANT_DOC = {
     "ours_original": "our CrafterEnv, every env the original config, vmapped, no resets",
     "ours_hetero": f"our CrafterEnv, {len(HETERO)} different configs spread over the envs, no resets",
     "ours_resets": "our VecEnv over the heterogeneous bank (config-aware auto-resets, 1024-step episodes)",
+    "world_generation": "vmapped reset of n worlds, timed apart (craftax: default params; ours: the hetero bank); "
+                        "every stepping variant starts from a state reset outside its timed calls",
 }
 
 

@@ -100,17 +100,17 @@ def envs_rows(args, log):
 def envs_table(payload: dict) -> tuple[list[str], list[list]]:
     headers = ["envs", *[f"{v} steps/s" for v in ("craftax", "craftax_auto", "ours_original", "ours_hetero",
                                                   "ours_resets")],
-               "ours/craftax", "hetero/homo", "resets/no-resets", "ours_resets/craftax_auto"]
+               "ours/craftax", "hetero/homo", "resets/no-resets", "ours_resets/craftax_auto", "world gen (steps)"]
     rows = []
     for r in payload["rows"]:
         if "error" in r:
-            rows.append([r["num_envs"], *(["error"] * 9)])
+            rows.append([r["num_envs"], *(["error"] * 10)])
             continue
         res, ra = r["results"], r["ratios"]
         rows.append([r["num_envs"], *[res[v]["steps_per_s"] for v in ("craftax", "craftax_auto", "ours_original",
                                                                        "ours_hetero", "ours_resets")],
                      ra["ours_original_vs_craftax"], ra["hetero_vs_homogeneous"], ra["with_resets_vs_without"],
-                     ra["ours_resets_vs_craftax_auto"]])
+                     ra["ours_resets_vs_craftax_auto"], ra.get("world_generation_in_steps", "n/a")])
     return headers, rows
 
 
@@ -400,7 +400,8 @@ def plot_envs(payload: dict, path: Path, note: str) -> Path:
               "ours_resets_vs_craftax_auto"):
         b.plot(n, [r["ratios"][k] for r in good], "o-", label=k)
     b.axhline(1.0, color="grey", lw=0.8, ls=":")
-    b.set(xlabel="parallel environments", ylabel="ratio of steps / s", title="ratios")
+    b.set(xscale="log", yscale="log", xlabel="parallel environments", ylabel="ratio of steps / s (log)",
+          title="ratios")
     _env_ticks(b, n)
     b.legend(fontsize=8)
     fig.suptitle(_title(payload, "envs", note), fontsize=9)

@@ -56,8 +56,12 @@ def test_run_all_envs_part(run_all_tiny):
     for variant in ("craftax", "craftax_auto", "ours_original", "ours_hetero", "ours_resets"):
         r = row["results"][variant]
         assert r["steps_per_s"] > 0 and r["median_s"] > 0 and r["compile_and_first_call_s"] >= 0
-    assert set(row["ratios"]) >= {"ours_original_vs_craftax", "hetero_vs_homogeneous", "with_resets_vs_without"}
+    assert set(row["ratios"]) >= {"ours_original_vs_craftax", "hetero_vs_homogeneous", "with_resets_vs_without",
+                                  "world_generation_in_steps"}
     assert all(v > 0 for v in row["ratios"].values())
+    for who in ("ours", "craftax"):  # world generation is timed apart from stepping
+        w = row["world_generation"][who]
+        assert w["s_per_world"] == w["median_s"] / 8 > 0
     assert "== envs" in stdout and "ours/craftax" in stdout
 
 
