@@ -22,7 +22,6 @@ import datetime as dt
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.common import git_commit  # noqa: E402
 from envgen_jax.envs.crafter.config import CrafterConfig  # noqa: E402
 from envgen_jax.envs.crafter.env import CrafterEnv, make_params  # noqa: E402
 from envgen_jax.envs.vector import VecEnv  # noqa: E402
@@ -54,17 +54,6 @@ def heterogeneous_configs(k: int) -> list[CrafterConfig]:
         dict(target_biome="mountain", stone_pickaxe=1, iron_rarity="rare", cows="none"),
     ]
     return [dataclasses.replace(base, **menu[i % len(menu)]) for i in range(k)]
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                             cwd=Path(__file__).resolve().parents[1])
-        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True,
-                               cwd=Path(__file__).resolve().parents[1]).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "")
-    except Exception:  # no git, or no commit yet
-        return "unknown"
 
 
 def time_calls(fn, state, repeats: int, warmup: int = 2):
@@ -192,7 +181,7 @@ def main(argv=None):
     payload = {
         "benchmark": "bench_training", "utc": stamp, "device": str(device), "device_kind": device.device_kind,
         "platform": device.platform, "jax_version": jax.__version__, "python": platform.python_version(),
-        "git_commit": git_commit(), "host": platform.node(), "cpu_count": os.cpu_count(),
+        **git_commit(), "host": platform.node(), "cpu_count": os.cpu_count(),
         "settings": vars(args), "results": results,
     }
     out = Path(args.out)

@@ -47,7 +47,9 @@ def git_commit() -> dict:
         proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
         if proc.returncode == 0:
             head = proc.stdout.strip()
-            dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+            # Saved results are not code: rewriting them must not mark the next measurement dirty.
+            dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                         ":(exclude)benchmarks/results"],
                                         capture_output=True, text=True, cwd=ROOT).stdout.strip())
     except OSError:
         pass
