@@ -7,7 +7,8 @@
   ours_resets    VecEnv (config-aware auto-resets) over the heterogeneous bank, 1024-step episodes
 
 Each variant starts from a state reset outside its timed calls, so stepping is timed apart from world generation,
-which is timed on its own (n worlds, vmapped; ours vs craftax's). Ratios printed: ours_original / craftax,
+which is timed on its own (n worlds, vmapped; ours vs craftax's). Variants compared by a ratio are timed round-robin
+(time_interleaved), so drift on a shared machine hits them alike; craftax_auto (~100x slower) is timed on its own. Ratios printed: ours_original / craftax,
 ours_hetero / ours_original, ours_resets / ours_hetero, ..., and one world generation in env steps.
 ours_original and ours_hetero share one compiled step scan (same shapes), so ours_hetero's first call compiles nothing.
 benchmarks/run_all.py runs this as its `envs` part (with training and end-to-end beside it).
@@ -29,7 +30,7 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import save, time_call  # noqa: E402
+from benchmarks.common import save, time_call, time_interleaved  # noqa: E402
 from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, make_params  # noqa: E402
 from envgen_jax.envs.vector import VecEnv  # noqa: E402
 
@@ -91,27 +92,30 @@ def run(envs=(1024,), steps: int = 128, repeats: int = 3, log=print) -> dict:
         hetero = jax.tree.map(lambda x: x[rows], make_params(HETERO))
         resets_bank = make_params([CrafterConfig(**{**c.__dict__, "episode_length": 1024}) for c in HETERO])
 
-        results, worlds = {}, {}
         step_key, reset_key = jax.random.split(key)
         reset_keys = jax.random.split(reset_key, n)
-        for name, ref in [("craftax", CraftaxClassicSymbolicEnvNoAutoReset()), ("craftax_auto", CraftaxClassicSymbolicEnv())]:
-            params = jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (n,)), ref.default_params)
-            reset = jax.jit(jax.vmap(ref.reset))
-            if name == "craftax":
-                worlds[name] = time_call(reset, reset_keys, params, repeats=repeats)
-            state = jax.block_until_ready(reset(reset_keys, params)[1])
-            results[name] = time_call(plain_steps(ref.step, n, steps), step_key, state, params, repeats=repeats)
-        # One compiled step scan serves both banks (same shapes): the second timing includes no compile.
-        ours_reset = jax.jit(jax.vmap(ours.reset))
-        worlds["ours"] = time_call(ours_reset, reset_keys, hetero, repeats=repeats)
+        craftax, craftax_auto = CraftaxClassicSymbolicEnvNoAutoReset(), CraftaxClassicSymbolicEnv()
+        default = jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (n,)), craftax.default_params)
+        craftax_reset, ours_reset = jax.jit(jax.vmap(craftax.reset)), jax.jit(jax.vmap(ours.reset))
+        worlds = time_interleaved({"craftax": (craftax_reset, (reset_keys, default)),
+                                   "ours": (ours_reset, (reset_keys, hetero))}, repeats=repeats)
+        # Every stepping variant starts from a state made outside its timed calls. One compiled step scan serves
+        # both of our banks (same shapes), so ours_hetero's first call compiles nothing.
         ours_plain = plain_steps(ours.step, n, steps)
-        for name, params in (("ours_original", original), ("ours_hetero", hetero)):
-            state = jax.block_until_ready(ours_reset(reset_keys, params)[1])
-            results[name] = time_call(ours_plain, step_key, state, params, repeats=repeats)
         venv = VecEnv(ours, n)
         vstate = jax.block_until_ready(jax.jit(venv.reset)(reset_key, resets_bank, rows)[1])
         vec = vec_steps(venv, steps)
-        results["ours_resets"] = time_call(vec, step_key, vstate, resets_bank, rows, repeats=repeats)
+        start_of = lambda reset, params: jax.block_until_ready(reset(reset_keys, params)[1])  # noqa: E731
+        results = time_interleaved({
+            "craftax": (plain_steps(craftax.step, n, steps), (step_key, start_of(craftax_reset, default), default)),
+            "ours_original": (ours_plain, (step_key, start_of(ours_reset, original), original)),
+            "ours_hetero": (ours_plain, (step_key, start_of(ours_reset, hetero), hetero)),
+            "ours_resets": (vec, (step_key, vstate, resets_bank, rows)),
+        }, repeats=repeats)
+        # craftax's auto-reset env is ~100x slower (a world per env per step): timed on its own, not interleaved.
+        auto_reset = jax.jit(jax.vmap(craftax_auto.reset))
+        results["craftax_auto"] = time_call(plain_steps(craftax_auto.step, n, steps), step_key,
+                                            start_of(auto_reset, default), default, repeats=repeats)
         dones, stale = vec(step_key, vstate, resets_bank, rows)
         results["ours_resets"].update(episodes_ended=int(dones.sum()), stale_resets=int(stale.sum()),
                                       resets_per_step=venv.refresh_count)

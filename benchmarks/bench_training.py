@@ -105,14 +105,17 @@ def bench_train(env, cfg: PPOConfig, updates: int, banks: dict, rows, repeats: i
     t0 = time.perf_counter()
     compiled = trainer.compile_train_chunk(ts, first, rows, num_updates=updates)
     compile_s = time.perf_counter() - t0
-    out = {}
-    for name, bank in banks.items():
-        def step(s, bank=bank):
-            ts, _ = s
-            return compiled(ts, bank, rows)
-
-        (ts, _), times = time_calls(step, (ts, None), repeats)
-        out[name] = times
+    # Two warm-ups per bank, then the timed calls go round-robin over the banks (the TrainState is threaded
+    # through, as donation requires), so drift on a shared machine hits homogeneous and heterogeneous alike.
+    for bank in banks.values():
+        for _ in range(2):
+            ts = jax.block_until_ready(compiled(ts, bank, rows))[0]
+    out = {name: [] for name in banks}
+    for _ in range(repeats):
+        for name, bank in banks.items():
+            t0 = time.perf_counter()
+            ts = jax.block_until_ready(compiled(ts, bank, rows))[0]
+            out[name].append(time.perf_counter() - t0)
     return compile_s, out, updates * cfg.steps_per_update
 
 

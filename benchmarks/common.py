@@ -39,6 +39,26 @@ def time_call(fn, *args, repeats: int = 3) -> dict:
     return {"compile_and_first_call_s": compile_s, "median_s": statistics.median(times), "times_s": times}
 
 
+def time_interleaved(calls: dict[str, tuple[Callable, tuple]], repeats: int = 3) -> dict[str, dict]:
+    """`time_call` for several variants measured side by side: each is compiled and warmed up twice, then the
+    timed calls go round-robin (A B C A B C ...), so drift on a shared machine hits every variant alike and the
+    ratios of medians stay fair. Returns {name: time_call's dict}."""
+    out = {}
+    for name, (fn, args) in calls.items():
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        out[name] = {"compile_and_first_call_s": time.perf_counter() - start, "times_s": []}
+        jax.block_until_ready(fn(*args))
+    for _ in range(repeats):
+        for name, (fn, args) in calls.items():
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            out[name]["times_s"].append(time.perf_counter() - start)
+    for r in out.values():
+        r["median_s"] = statistics.median(r["times_s"])
+    return out
+
+
 def git_commit() -> dict:
     """{'commit': HEAD, 'dirty': uncommitted changes to tracked files, 'commit_source'}. Where the tree is a copy
     without git (a device machine, say), BENCH_COMMIT / BENCH_DIRTY=1 in the environment say what it is."""
