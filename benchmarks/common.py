@@ -67,9 +67,9 @@ def git_commit() -> dict:
         proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
         if proc.returncode == 0:
             head = proc.stdout.strip()
-            # Saved results are not code: rewriting them must not mark the next measurement dirty.
-            dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                         ":(exclude)benchmarks/results"],
+            # Dirty means the measured code differs from the commit: docs and saved results do not count.
+            dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "envgen_jax",
+                                         "benchmarks", "configs", "pyproject.toml", ":(exclude)benchmarks/results"],
                                         capture_output=True, text=True, cwd=ROOT).stdout.strip())
     except OSError:
         pass
