@@ -385,66 +385,64 @@ def _env_ticks(ax, n) -> None:
     ax.xaxis.set_minor_locator(__import__("matplotlib").ticker.NullLocator())
 
 
-def plot_envs(payload: dict, path: Path, note: str) -> Path:
-    plt = _plt()
-    good = [r for r in payload["rows"] if "error" not in r]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
-    n = [r["num_envs"] for r in good]
-    for v in ("craftax", "craftax_auto", "ours_original", "ours_hetero", "ours_resets"):
-        a.plot(n, [r["results"][v]["steps_per_s"] for r in good], "o-", label=v)
-    a.set(xscale="log", yscale="log", xlabel="parallel environments", ylabel="env steps / s",
-          title="environment stepping (random actions)")
-    _env_ticks(a, n)
-    a.legend(fontsize=8)
-    for k in ("ours_original_vs_craftax", "hetero_vs_homogeneous", "with_resets_vs_without",
-              "ours_resets_vs_craftax_auto"):
-        b.plot(n, [r["ratios"][k] for r in good], "o-", label=k)
-    b.axhline(1.0, color="grey", lw=0.8, ls=":")
-    b.set(xscale="log", yscale="log", xlabel="parallel environments", ylabel="ratio of steps / s (log)",
-          title="ratios")
-    _env_ticks(b, n)
-    b.legend(fontsize=8)
-    fig.suptitle(_title(payload, "envs", note), fontsize=9)
+def _two_panels(payload: dict):
+    """(figure, (left, right) axes, the rows measured without error) for a two-panel results plot."""
+    fig, axes = _plt().subplots(1, 2, figsize=(12, 4.5))
+    return fig, axes, [r for r in payload["rows"] if "error" not in r]
+
+
+def _save(fig, payload: dict, what: str, note: str, path: Path) -> Path:
+    fig.suptitle(_title(payload, what, note), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _plt().close(fig)
     return path
 
 
-def plot_training(payload: dict, path: Path, note: str) -> Path:
-    plt = _plt()
-    good = [r for r in payload["rows"] if "error" not in r]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
+def _lines_over_envs(ax, n, series) -> None:
+    """One line per (label, values) over the env counts `n`, log-scaled env axis, legend."""
+    for label, values in series:
+        ax.plot(n, values, "o-", label=label)
+    _env_ticks(ax, n)
+    ax.legend(fontsize=8)
+
+
+def plot_envs(payload: dict, path: Path, note: str) -> Path:
+    fig, (a, b), good = _two_panels(payload)
     n = [r["num_envs"] for r in good]
-    for key, label in (("env_only", "env-only (limit)"), ("train_homogeneous", "train, homogeneous bank"),
-                       ("train_heterogeneous", "train, heterogeneous bank")):
-        a.plot(n, [r[key]["sps"] for r in good], "o-", label=label)
-    a.set(xscale="log", yscale="log", xlabel="parallel environments", ylabel="env steps / s",
+    a.set(yscale="log", xlabel="parallel environments", ylabel="env steps / s",
+          title="environment stepping (random actions)")
+    _lines_over_envs(a, n, [(v, [r["results"][v]["steps_per_s"] for r in good])
+                            for v in ("craftax", "craftax_auto", "ours_original", "ours_hetero", "ours_resets")])
+    b.axhline(1.0, color="grey", lw=0.8, ls=":")
+    b.set(yscale="log", xlabel="parallel environments", ylabel="ratio of steps / s (log)", title="ratios")
+    _lines_over_envs(b, n, [(k, [r["ratios"][k] for r in good])
+                            for k in ("ours_original_vs_craftax", "hetero_vs_homogeneous", "with_resets_vs_without",
+                                      "ours_resets_vs_craftax_auto")])
+    return _save(fig, payload, "envs", note, path)
+
+
+def plot_training(payload: dict, path: Path, note: str) -> Path:
+    fig, (a, b), good = _two_panels(payload)
+    n = [r["num_envs"] for r in good]
+    a.set(yscale="log", xlabel="parallel environments", ylabel="env steps / s",
           title="PPO training vs env-only stepping")
-    _env_ticks(a, n)
-    a.legend(fontsize=8)
-    for key, label in (("ratio_train_het_over_env", "train (het) / env-only"),
-                       ("ratio_train_homo_over_env", "train (homo) / env-only"),
-                       ("ratio_het_over_homo", "het / homo training")):
-        b.plot(n, [r[key] for r in good], "o-", label=label)
+    _lines_over_envs(a, n, [(label, [r[key]["sps"] for r in good]) for key, label in (
+        ("env_only", "env-only (limit)"), ("train_homogeneous", "train, homogeneous bank"),
+        ("train_heterogeneous", "train, heterogeneous bank"))])
     b.axhline(AIMS["train_over_env_only_at_4096"], color="tab:blue", lw=0.8, ls="--", label="aim train/env 0.5")
     b.axhline(AIMS["het_over_homo"], color="tab:green", lw=0.8, ls="--", label="aim het/homo 0.95")
     b.set(ylim=(0, max(1.1, *[r["ratio_het_over_homo"] for r in good], *[r["ratio_train_homo_over_env"]
                                                                           for r in good]) + 0.05),
           xlabel="parallel environments", ylabel="ratio", title="ratios")
-    _env_ticks(b, n)
-    b.legend(fontsize=8)
-    fig.suptitle(_title(payload, "training", note), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    _lines_over_envs(b, n, [(label, [r[key] for r in good]) for key, label in (
+        ("ratio_train_het_over_env", "train (het) / env-only"), ("ratio_train_homo_over_env", "train (homo) / env-only"),
+        ("ratio_het_over_homo", "het / homo training"))])
+    return _save(fig, payload, "training", note, path)
 
 
 def plot_e2e(payload: dict, path: Path, note: str) -> Path:
-    plt = _plt()
-    good = [r for r in payload["rows"] if "error" not in r]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (a, b), good = _two_panels(payload)
     labels = [str(r["seeds"]) for r in good]
     bottom = [0.0] * len(good)
     parts = [("compile", lambda r: r["compile_s"] or 0.0)] + [
@@ -472,11 +470,7 @@ def plot_e2e(payload: dict, path: Path, note: str) -> Path:
     a2.set_xticks([r["seeds"] for r in good], [str(r["seeds"]) for r in good])
     a2.minorticks_off()
     a2.legend(fontsize=8)
-    fig.suptitle(_title(payload, "e2e", note), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, payload, "e2e", note, path)
 
 
 PART_FUNCS = {  # header, rows (a generator: each row is saved as soon as it is measured), aims, table, plot, key
