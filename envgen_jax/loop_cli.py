@@ -18,7 +18,8 @@ The run directory gets: config.yaml (resolved), llm_transcript.jsonl, environmen
 metrics.jsonl, tb/ (TensorBoard), learning_curve.png, success_by_cycle.png, report.md, report.json and
 checkpoints/. Every setting is listed, with its meaning, in README.md ("Run configuration").
 
-LLM: with no endpoint configured the bundled SmolLM2-135M runs locally (offline). Point at any OpenAI-compatible
+LLM: with no endpoint configured the offline Qwen2.5-Coder-1.5B designer runs locally (llm.model=smollm2-135m
+for a fast smoke run). Point at any OpenAI-compatible
 server with llm.base_url / llm.model or OPENAI_BASE_URL / OPENAI_API_KEY.
 """
 

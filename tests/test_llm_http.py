@@ -1,12 +1,12 @@
 """Through the real openai client and HTTP: structured-output fallback, 429/5xx retries, time-outs, refused ports."""
 
+import socket
 import time
 
 import pytest
 
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import Designer, LLMError, LLMSettings
-from envgen_jax.llm.local_server import free_port
 from envgen_jax.llm.testing import FakeOpenAIServer, completion_body, design_json, varied_configs
 
 GOOD = design_json(varied_configs(CrafterConfig, 4))
@@ -71,7 +71,9 @@ def test_timeout_is_retried():
 
 
 def test_connection_refused_gives_a_clear_error():
-    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
     with pytest.raises(LLMError, match=r"failed 3 times.*connection failed"):
         Designer("crafter", settings(url)).generate(4)
 

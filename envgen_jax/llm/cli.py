@@ -14,7 +14,8 @@ from pathlib import Path
 
 from envgen_jax.llm.designer import Designer
 from envgen_jax.llm.errors import LLMError
-from envgen_jax.llm.settings import BACKENDS, LOCAL_MODEL_ALIAS, LLMSettings
+from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OFFLINE_MODELS
+from envgen_jax.llm.settings import BACKENDS, LLMSettings
 from envgen_jax.llm.spec import env_names, get_env_spec
 from envgen_jax.schema import ConfigError
 
@@ -35,8 +36,10 @@ def add_llm_commands(subparsers) -> None:
                      help="the configurations the agent trained in (an earlier --out file), for --feedback")
     gen.add_argument("--out", type=Path, default=Path("envs.json"), help="output file (default envs.json)")
     gen.add_argument("--backend", choices=BACKENDS, default=None,
-                     help="auto (default): openai if a base URL is set, else the bundled local model")
-    gen.add_argument("--model", help="model name on the endpoint (required for openai)")
+                     help="auto (default): openai if a base URL is set or --model names no offline model, else "
+                          "the offline model served locally")
+    gen.add_argument("--model", help=f"an offline model ({', '.join(OFFLINE_MODELS)}; default "
+                                     f"{DEFAULT_OFFLINE_MODEL}), or the model name on the endpoint")
     gen.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
                                         "(default: OPENAI_BASE_URL); the key comes from OPENAI_API_KEY")
     gen.add_argument("--transcript", type=Path, metavar="FILE.jsonl",
@@ -44,7 +47,8 @@ def add_llm_commands(subparsers) -> None:
                           "transcript to replay")
     gen.add_argument("--llm-config", type=Path, metavar="FILE.yaml",
                      help="LLM settings (YAML, the keys of LLMSettings, or a run config with an llm: section)")
-    gen.add_argument("--temperature", type=float)
+    gen.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    gen.add_argument("--seed", type=int, help="sampling seed sent with each request")
     gen.add_argument("--max-tokens", type=int)
     gen.add_argument("--timeout", type=float, help="seconds per request")
     gen.add_argument("--max-repairs", type=int, help="repair turns after an invalid reply (default 2)")
@@ -54,7 +58,7 @@ def add_llm_commands(subparsers) -> None:
 def _settings(args) -> LLMSettings:
     data = LLMSettings.from_file(args.llm_config).to_dict(secrets=True) if args.llm_config else {}
     overrides = {"backend": args.backend, "model": args.model, "base_url": args.base_url,
-                 "temperature": args.temperature, "max_tokens": args.max_tokens, "timeout_s": args.timeout,
+                 "temperature": args.temperature, "seed": args.seed, "max_tokens": args.max_tokens, "timeout_s": args.timeout,
                  "max_repairs": args.max_repairs}
     data.update({k: v for k, v in overrides.items() if v is not None})
     if data.get("backend") == "replay":
@@ -96,7 +100,7 @@ def run_generate(args) -> int:
             else:
                 configs, purposes = designer.feedback(success, args.num_envs, previous=previous)
         backend = settings.resolved_backend()
-        model = LOCAL_MODEL_ALIAS if backend == "local" else settings.model
+        model = settings.local_model if backend == "local" else settings.model
         out = {"env": spec.name, "backend": backend, "model": model,
                "environments": [{"purpose": p, "config": c.to_dict()} for c, p in zip(configs, purposes)]}
         args.out.parent.mkdir(parents=True, exist_ok=True)

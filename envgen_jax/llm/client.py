@@ -2,7 +2,7 @@
 
 A backend sends one request and sorts failures into `TransientLLMError` (retry) and `RequestRefused` (do not).
 `LLMClient` retries transient faults with exponential back-off and, when a server refuses a structured-output mode,
-steps down json_schema -> json_object + schema (llama-cpp-python's extension) -> plain text, remembering the mode
+steps down json_schema -> json_object + schema (an extension some servers need) -> plain text, remembering the mode
 that worked. Every failed attempt is reported to `on_error` so the transcript (and a replay) sees it.
 """
 
@@ -109,11 +109,14 @@ def _body_text(exc: Any) -> str:
 
 def _usage(response: Any) -> dict | None:
     usage = getattr(response, "usage", None)
-    if usage is None:
-        return None
-    if isinstance(usage, dict):
-        return usage
-    return {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    if usage is not None and not isinstance(usage, dict):
+        usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    # llama.cpp's server adds `timings`: prompt tokens read anew (prompt_n) vs taken from its cache (cache_n)
+    timings = (getattr(response, "model_extra", None) or {}).get("timings")
+    if isinstance(timings, dict):
+        usage = dict(usage or {}, timings={k: timings.get(k) for k in
+                                           ("cache_n", "prompt_n", "prompt_ms", "predicted_n", "predicted_ms")})
+    return usage
 
 
 class OpenAIBackend:
@@ -121,12 +124,18 @@ class OpenAIBackend:
 
     replays = False
 
-    def __init__(self, client: Any, model: str, settings: LLMSettings, description: str):
+    def __init__(self, client: Any, model: str, settings: LLMSettings, description: str,
+                 extra_body: dict | None = None):
         self.client, self.model, self.settings, self.description = client, model, settings, description
+        self.extra_body = extra_body  # server-specific request fields (sent only to servers that know them)
 
     def send(self, messages: list[dict], mode: str, schema: dict) -> ChatReply:
         kwargs: dict = dict(model=self.model, messages=messages, temperature=self.settings.temperature,
                             max_tokens=self.settings.max_tokens)
+        if self.settings.seed is not None:
+            kwargs["seed"] = self.settings.seed
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
         fmt = response_format(mode, schema, self.settings.strict_schema)
         if fmt is not None:
             kwargs["response_format"] = fmt

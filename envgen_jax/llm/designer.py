@@ -23,7 +23,7 @@ from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
 from envgen_jax.llm.prompts import feedback_prompt, generation_prompt, output_schema, repair_prompt
 from envgen_jax.llm.reply import parse_reply
-from envgen_jax.llm.settings import LOCAL_MODEL_ALIAS, LLMSettings
+from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec, get_env_spec
 from envgen_jax.llm.transcript import ReplayBackend, Transcript
 
@@ -141,14 +141,18 @@ class Designer:
         s = self.settings
         kind = s.resolved_backend()
         if self._client_override is not None:
-            return OpenAIBackend(self._client_override, s.model or LOCAL_MODEL_ALIAS, s, "the injected LLM client")
+            return OpenAIBackend(self._client_override, s.model or "local", s, "the injected LLM client")
         if kind == "replay":
             return ReplayBackend(s.replay_path, skip=self._calls)
         if kind == "local":
-            self.server = LocalServer(s.gguf_path, n_ctx=s.n_ctx, n_threads=s.n_threads,
-                                      startup_timeout_s=s.startup_timeout_s).start()
+            model = s.local_model
+            self.server = LocalServer(s.gguf_path, model=None if s.gguf_path else model, n_ctx=s.n_ctx,
+                                      n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s,
+                                      alias=model).start()
             client = make_openai_client(s, base_url=self.server.base_url, api_key="local")
-            return OpenAIBackend(client, LOCAL_MODEL_ALIAS, s, f"the local LLM server at {self.server.base_url}")
+            # llama.cpp's own request field: keep (or drop) the slot's cache of the conversation so far
+            return OpenAIBackend(client, model, s, f"the local LLM server ({model}) at {self.server.base_url}",
+                                 extra_body={"cache_prompt": s.prompt_cache})
         if not s.model:
             raise LLMError("the openai backend needs a model name (--model or llm.model), e.g. gpt-4o-mini")
         client = make_openai_client(s)

