@@ -290,3 +290,22 @@ def test_ask_sends_a_custom_turn_with_the_same_machinery(tmp_path):
     assert "as hard as possible" in client.calls[3]["messages"][-1]["content"]
     with pytest.raises(LLMError, match="non-empty"):
         designer.ask("  ", 4)
+
+
+def test_repeated_or_unchanged_environments_go_back_once_and_never_fail_the_step(tmp_path):
+    twice = varied_configs(CrafterConfig, 1)
+    wasteful = design_json([twice[0], twice[0], {}])
+    better = design_json(varied_configs(CrafterConfig, 3, offset=2))
+    designer, client, _ = make(tmp_path, [wasteful, better])
+    configs, _ = designer.generate(3)
+    assert [c.to_dict(only_changed=True) for c in configs] == varied_configs(CrafterConfig, 3, offset=2)
+    repair = client.calls[1]["messages"][-1]["content"]
+    assert "environments[1].config is the same as environments[0].config" in repair
+    assert "environments[2].config changes nothing" in repair
+    # Still wasteful after the last repair: used as it is, with the advice on record.
+    settings = LLMSettings(**{**SETTINGS.to_dict(), "max_repairs": 1})
+    designer, client, _ = make(tmp_path / "b", [wasteful, wasteful], settings=settings)
+    configs, _ = designer.generate(3)
+    assert len(configs) == 3 and configs[0] == configs[1] and len(client.calls) == 2
+    design = [r for r in read_transcript(tmp_path / "b" / "t.jsonl") if r["event"] == "design"][0]
+    assert design["ok"] and len(design["advice_left"]) == 2

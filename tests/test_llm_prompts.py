@@ -49,10 +49,23 @@ def test_output_schema_uses_enums_for_integers():
             assert "enum" in prop or prop["type"] == "boolean"
 
 
-def test_example_environment_is_valid():
-    example = prompts.example_environment(SPEC)
-    CrafterConfig.from_dict(example["config"])
-    assert json.dumps(example) in prompts.generation_prompt(SPEC, 4)
+def test_prompts_show_no_copyable_configuration_and_ask_for_analysis_first():
+    # Small models copied the example configuration nearly verbatim (SmolLM2-135M, Qwen2.5-Coder-1.5B): none is shown.
+    previous = [CrafterConfig.from_dict({"environment_settings": {"target_biome": "mountain"}})]
+    for text in (prompts.generation_prompt(SPEC, 4), prompts.feedback_prompt(SPEC, SUCCESS, previous, 4)):
+        assert '"config": {' not in text and '"purpose": "' not in text
+    schema = prompts.output_schema(CrafterConfig, 4)
+    assert list(schema["properties"]) == ["analysis", "environments"] == schema["required"]
+
+
+def test_feedback_lists_the_weakest_achievements_first():
+    success = {name: (float(i), 0.0) for i, name in enumerate(reversed(CRAFTER_ACHIEVEMENTS))}
+    lines = prompts.format_success(SPEC, success, order="weakest").splitlines()
+    assert [line.split(":")[0] for line in lines] == list(reversed(CRAFTER_ACHIEVEMENTS))
+    strongest = prompts.format_success(SPEC, success, order="strongest").splitlines()
+    assert strongest == lines[::-1]
+    text = prompts.feedback_prompt(SPEC, success, [], 4)
+    assert text.index("wake_up: 0%") < text.index("collect_coal: 21%")
 
 
 def test_feedback_prompt_has_scores_and_previous_configs():
@@ -90,7 +103,6 @@ def test_small_percentages_keep_a_decimal():
 def test_edited_template_must_keep_required_fields(tmp_path):
     for kind in ("generate", "feedback", "rules"):
         (tmp_path / f"crafter_{kind}.txt").write_text(SPEC.read_template(kind))
-    (tmp_path / "crafter_example.json").write_text((SPEC.prompts_dir / "crafter_example.json").read_text())
     spec = EnvSpec("crafter", "Crafter", CrafterConfig, CRAFTER_ACHIEVEMENTS, prompts_dir=tmp_path)
     assert prompts.generation_prompt(spec, 4) == prompts.generation_prompt(SPEC, 4)
     (tmp_path / "crafter_generate.txt").write_text("Design ${num_envs} worlds.\n${achievements}\n${rules}\n"

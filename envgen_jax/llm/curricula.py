@@ -29,7 +29,7 @@ def request(designer, method: str, cycle: int, cycles: int, n: int, success: Map
     if method == "adversarial":
         prompt = render((PROMPTS_DIR / "curriculum_adversarial.txt").read_text(encoding="utf-8"),
                         "curriculum_adversarial.txt", ("success", "previous_configs", "output_format", "num_envs"),
-                        title=spec.title, num_envs=n, success=format_success(spec, success),
+                        title=spec.title, num_envs=n, success=format_success(spec, success, order="strongest"),
                         previous_configs=format_configs(designer.configs), output_format=output_format(spec, n))
         return designer.ask(prompt, n, kind="adversarial")
     return designer.feedback(success, n)

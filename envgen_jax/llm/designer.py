@@ -168,28 +168,48 @@ class Designer:
         for attempt in range(self.settings.max_repairs + 1):
             reply = llm.complete(messages, schema)
             parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check)
+            advice = design_advice(parsed.configs, parsed.purposes) if parsed.ok else []
+            last_try = attempt == self.settings.max_repairs
+            accepted = parsed.ok and (not advice or last_try)  # advice asks for a repair but never fails a step
             self.transcript.write({
                 "event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind, "try": attempt,
                 "mode": llm.mode, "messages": messages, "reply": reply.text, "finish_reason": reply.finish_reason,
                 "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
                 "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
-                "purposes": list(parsed.purposes) if parsed.ok else None,
-                "problems": list(parsed.problems), "accepted": parsed.ok})
-            if parsed.ok:
+                "purposes": list(parsed.purposes) if parsed.ok else None, "analysis": parsed.analysis,
+                "problems": list(parsed.problems), "advice": advice, "accepted": accepted})
+            if accepted:
                 # Failed tries and repair turns stay in the transcript but not in the conversation: later cycles
                 # see a clean history, and small local models keep their context for what matters.
                 self.messages = [*messages[:len(self.messages) + 1], {"role": "assistant", "content": reply.text}]
                 self.configs, self.purposes = list(parsed.configs), list(parsed.purposes)
                 self.requests += 1
                 self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": True,
-                                       "replies": attempt + 1, "repairs": attempt, "problems": []})
+                                       "replies": attempt + 1, "repairs": attempt, "problems": [],
+                                       "advice_left": advice})
                 return Design(list(parsed.configs), list(parsed.purposes))
             if attempt < self.settings.max_repairs:
                 echo = reply.text if len(reply.text) <= MAX_ECHO_CHARS else reply.text[:MAX_ECHO_CHARS] + " ...(cut)"
                 messages = [*messages, {"role": "assistant", "content": echo or "(empty reply)"},
-                            {"role": "user", "content": repair_prompt(parsed.problems, n)}]
+                            {"role": "user", "content": repair_prompt(list(parsed.problems) or advice, n)}]
         replies = self.settings.max_repairs + 1
         self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": False, "replies": replies,
                                "repairs": replies - 1, "problems": list(parsed.problems)})
         raise DesignError(parsed.problems, replies=replies,
                           transcript=str(self.transcript.path) if self.transcript.path else None)
+
+
+def design_advice(configs: Sequence[Any], purposes: Sequence[str]) -> list[str]:
+    """Valid designs that waste a slot: environments that repeat another or change nothing. They go back for repair
+    like invalid ones, but a design still holding them after the last repair is used (and the advice recorded):
+    quality problems must not stop a run."""
+    advice = []
+    for i, config in enumerate(configs):
+        first = next((j for j in range(i) if configs[j] == config), None)
+        if first is not None:
+            advice.append(f"environments[{i}].config is the same as environments[{first}].config; make every "
+                          f"environment different, each aimed at its own skills")
+        elif config == type(config).original():
+            advice.append(f"environments[{i}].config changes nothing (it is the original game); change the settings "
+                          f"that serve its purpose")
+    return advice

