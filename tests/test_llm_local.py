@@ -3,6 +3,9 @@
 import hashlib
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -63,6 +66,30 @@ def test_prompt_cache_can_be_switched_off(tmp_path):
         designer.feedback({a: 50.0 for a in designer.spec.achievements}, 1)
     accepted = [r for r in _records(tmp_path / "t.jsonl") if r["event"] == "exchange" and r["accepted"]]
     assert accepted[-1]["usage"]["timings"]["cache_n"] == 0
+
+
+@pytest.mark.llm
+def test_server_stops_when_its_parent_is_killed(tmp_path):
+    """SIGKILL (or `timeout`) runs no atexit hook: the child must notice its parent is gone and stop by itself."""
+    _need("smollm2-135m")
+    script = ("import sys, time; from envgen_jax.llm.local_server import LocalServer; "
+              "s = LocalServer(model='smollm2-135m').start(); print(s.process.pid, flush=True); time.sleep(600)")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        os.kill(child, 0)  # serving
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(child, signal.SIGKILL)
+    pytest.fail("the local LLM server outlived its killed parent by 20 s")
 
 
 @pytest.mark.llm

@@ -61,7 +61,8 @@ class LocalServer:
 
     def command(self, gguf: Path) -> list[str]:
         return [self.python, "-m", "envgen_jax.llm.local_server", "serve", "--gguf", str(gguf),
-                "--n-ctx", str(self.n_ctx), "--threads", str(self.n_threads), "--alias", self.alias]
+                "--n-ctx", str(self.n_ctx), "--threads", str(self.n_threads), "--alias", self.alias,
+                "--parent", str(os.getpid())]
 
     def start(self) -> "LocalServer":
         if self.process is not None and self.process.poll() is None:
@@ -156,8 +157,10 @@ class LocalServer:
         self.stop()
 
 
-def serve(gguf: str, n_ctx: int, threads: int, alias: str) -> None:
-    """The child: load the model, serve on a loopback port the OS picks, print the address, wait for a signal."""
+def serve(gguf: str, n_ctx: int, threads: int, alias: str, parent: int | None = None) -> None:
+    """The child: load the model, serve on a loopback port the OS picks, print the address, wait for a signal.
+    It also stops once `parent` is gone: a parent killed with SIGKILL (or by `timeout`) runs no atexit hook, and
+    an orphaned server would hold the CPU's cores and its memory for good."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -175,7 +178,8 @@ def serve(gguf: str, n_ctx: int, threads: int, alias: str) -> None:
         signal.signal(sig, lambda *_: stop.set())
     print(READY + server.listening_address, flush=True)
     while not stop.wait(1.0):
-        pass
+        if parent is not None and os.getppid() != parent:
+            break
     del server  # joins the server's threads
 
 
@@ -187,8 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-ctx", type=int, default=8192)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--alias", default="local")
+    p.add_argument("--parent", type=int, help="stop when this process is gone (LocalServer passes its own pid)")
     args = parser.parse_args(argv)
-    serve(args.gguf, args.n_ctx, args.threads, args.alias)
+    serve(args.gguf, args.n_ctx, args.threads, args.alias, args.parent)
     return 0
 
 
