@@ -309,3 +309,28 @@ def test_repeated_or_unchanged_environments_go_back_once_and_never_fail_the_step
     assert len(configs) == 3 and configs[0] == configs[1] and len(client.calls) == 2
     design = [r for r in read_transcript(tmp_path / "b" / "t.jsonl") if r["event"] == "design"][0]
     assert design["ok"] and len(design["advice_left"]) == 2
+
+
+def test_repeats_of_the_trained_design_and_unkept_purposes_go_back_once(tmp_path):
+    first = varied_configs(CrafterConfig, 2)
+    sword = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
+    swordless = {"creature_settings": {"zombies": "very common"}}
+    lazy = design_json([first[1], swordless], ["Environment 1.", "Fight zombies with a sword."])
+    mended = design_json([varied_configs(CrafterConfig, 1, offset=6)[0], sword],
+                         ["Environment 1.", "Fight zombies with a sword."])
+    designer, client, _ = make(tmp_path, [design_json(first), lazy, mended])
+    designer.generate(2)
+    configs, _ = designer.feedback({a: 10.0 for a in CRAFTER_ACHIEVEMENTS}, 2)
+    assert configs[1] == CrafterConfig.from_dict(sword) and len(client.calls) == 3
+    repair = client.calls[2]["messages"][-1]["content"]
+    assert "environments[0].config repeats environment 2 the agent already trained in" in repair
+    assert "environments[1]: the purpose does not match the config: it promises sword" in repair
+    # advice "duplicates" (and "none") accept the same reply as it is
+    for checks in ("duplicates", "none"):
+        settings = LLMSettings(**{**SETTINGS.to_dict(), "advice": checks})
+        designer, client, _ = make(tmp_path / checks, [design_json(first), lazy], settings=settings)
+        designer.generate(2)
+        designer.feedback({a: 10.0 for a in CRAFTER_ACHIEVEMENTS}, 2)
+        assert len(client.calls) == 2
+    with pytest.raises(Exception, match="llm.advice"):
+        LLMSettings(advice="some")

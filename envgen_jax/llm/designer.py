@@ -25,6 +25,7 @@ from envgen_jax.llm.prompts import feedback_prompt, generation_prompt, output_sc
 from envgen_jax.llm.reply import parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec, get_env_spec
+from envgen_jax.llm.targeting import purpose_problems
 from envgen_jax.llm.transcript import ReplayBackend, Transcript
 
 STATE_VERSION = 1
@@ -168,7 +169,8 @@ class Designer:
         for attempt in range(self.settings.max_repairs + 1):
             reply = llm.complete(messages, schema)
             parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check)
-            advice = design_advice(parsed.configs, parsed.purposes) if parsed.ok else []
+            advice = (design_advice(parsed.configs, parsed.purposes, self.configs, self.settings.advice)
+                      if parsed.ok else [])
             last_try = attempt == self.settings.max_repairs
             accepted = parsed.ok and (not advice or last_try)  # advice asks for a repair but never fails a step
             self.transcript.write({
@@ -199,17 +201,32 @@ class Designer:
                           transcript=str(self.transcript.path) if self.transcript.path else None)
 
 
-def design_advice(configs: Sequence[Any], purposes: Sequence[str]) -> list[str]:
-    """Valid designs that waste a slot: environments that repeat another or change nothing. They go back for repair
+def design_advice(configs: Sequence[Any], purposes: Sequence[str], previous: Sequence[Any] = (),
+                  checks: str = "all") -> list[str]:
+    """Valid designs that waste a slot: environments that repeat another, repeat one the agent already trained in
+    (`previous`, the design being replaced), change nothing, or do not do what their purpose says (a purpose that
+    promises a wood pickaxe must give one; `targeting.purpose_problems`, a word heuristic). They go back for repair
     like invalid ones, but a design still holding them after the last repair is used (and the advice recorded):
-    quality problems must not stop a run."""
+    quality problems must not stop a run, and the heuristic must never overrule the LLM for good. `checks`:
+    "all", "duplicates" (repeated or unchanged environments only) or "none" (LLMSettings.advice)."""
     advice = []
+    if checks == "none":
+        return advice
     for i, config in enumerate(configs):
         first = next((j for j in range(i) if configs[j] == config), None)
+        earlier = next((j for j, old in enumerate(previous) if old == config), None)
         if first is not None:
             advice.append(f"environments[{i}].config is the same as environments[{first}].config; make every "
                           f"environment different, each aimed at its own skills")
         elif config == type(config).original():
             advice.append(f"environments[{i}].config changes nothing (it is the original game); change the settings "
                           f"that serve its purpose")
+        elif checks == "duplicates":
+            continue
+        elif earlier is not None:
+            advice.append(f"environments[{i}].config repeats environment {earlier + 1} the agent already trained in; "
+                          f"design a new one for the skills it still lacks")
+        else:
+            problems = purpose_problems(purposes[i] if i < len(purposes) else "", config) or []
+            advice += [f"environments[{i}]: the purpose does not match the config: {p}" for p in problems]
     return advice

@@ -12,6 +12,7 @@ from envgen_jax.schema import ConfigError
 
 BACKENDS = ("auto", "openai", "local", "replay")
 OUTPUT_MODES = ("auto", "json_schema", "json_object", "text")
+ADVICE = ("all", "duplicates", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +38,11 @@ class LLMSettings:
     backoff_s: float = 1.0            # first wait; doubles on every retry
     backoff_max_s: float = 30.0
     max_repairs: int = 2              # follow-up "fix these problems" turns after an invalid reply
+    # Valid but wasteful designs sent back once for repair (used as they are if the repair does not mend them):
+    # "all": repeated or unchanged environments, repeats of the design being replaced, and purposes their settings
+    # do not keep (a word heuristic, llm/targeting.py); "duplicates": only repeated or unchanged environments;
+    # "none": every valid design is accepted as it is.
+    advice: str = "all"
     output_mode: str = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
@@ -56,6 +62,8 @@ class LLMSettings:
         out = []
         if self.backend not in BACKENDS:
             out.append(f"llm.backend: {self.backend!r} is not one of {', '.join(BACKENDS)}")
+        if self.advice not in ADVICE:
+            out.append(f"llm.advice: {self.advice!r} is not one of {', '.join(ADVICE)}")
         if self.output_mode not in OUTPUT_MODES:
             out.append(f"llm.output_mode: {self.output_mode!r} is not one of {', '.join(OUTPUT_MODES)}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):

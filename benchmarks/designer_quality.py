@@ -1,0 +1,637 @@
+"""How well an LLM designs environments: does it target the skills the agent is weak at, without copying?
+
+    python benchmarks/designer_quality.py --models smollm2-135m,qwen2.5-coder-1.5b      # the offline models
+    python benchmarks/designer_quality.py --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
+    python benchmarks/designer_quality.py --models smollm2-135m --tiny                  # a smoke run
+    python benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --variants current,with_example
+
+Each designer answers a fixed set of feedback profiles (PROFILES), each asked --repeats times with sampling seeds
+0..K-1. Every request gets a fresh Designer. The first cycle calls `generate`. A feedback profile continues a
+conversation that already holds the generation prompt and one earlier reply, the design in PREVIOUS (EnvGen's
+first-cycle kind: basic crafting, mining, survival, plants; for Heist mazes of several sizes, the gem near, the full
+key chain), and calls `feedback(success, n)`: the turn a run sends in its second cycle. The earlier design targets
+each profile's weak skills with a quarter to half of its environments, so a designer has room to do better.
+
+Per call: valid on the first try, repairs, failure, latency, prompt/completion tokens, and for each configuration:
+- targeting: it changes a setting that helps one of the profile's weak skills (envgen_jax.llm.targeting.helps: the
+  skill's own levers and those of its direct prerequisites); not scored for the first cycle, which has no weak skill;
+  the table also shows what the earlier design itself scores, i.e. what sending it back unchanged would get;
+- copying: it equals the example configuration that the prompt used to show (EXAMPLES), whether or not the variant
+  shows it; and (feedback profiles) it repeats a configuration of the earlier design, which the feedback turn shows;
+- diversity: distinct configurations per call (2 identical out of 4 is 3/4);
+- consistency: its purpose matches what it changes (targeting.purpose_consistency; purposes naming nothing checkable
+  are left out).
+Designer variants (--variants, see VARIANTS): `current` (as a run's designer works), `basic_advice` (only repeated or
+unchanged environments sent back for repair), `no_advice` (every valid design accepted) and `with_example` (the old
+example environment after the output format, basic advice), so that one change can be measured at a time. Note that
+`current` sends back environments whose purpose the consistency heuristic finds unkept, so its consistency figure
+is not independent of the designer.
+
+Results: benchmarks/results/designer_quality.{json,md,png} (--out). The JSON holds the environment (git commit,
+versions, CPU), the settings, the profiles, the prompts sent, every call's raw record (replies, configurations,
+purposes, analysis, usage) and the aggregates per model x variant x env x profile, per env and overall. The JSON is
+rewritten after every call; --resume keeps the calls already in --out (same settings) and makes only the missing
+ones, also to add a model to an earlier file. The offline models run through llama.cpp's server (one per model,
+with its prompt cache, as in a run: repeats of a prompt then cost only the reply).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from envgen_jax.llm.designer import Designer  # noqa: E402
+from envgen_jax.llm.errors import DesignError, LLMError  # noqa: E402
+from envgen_jax.llm.prompts import feedback_prompt, generation_prompt  # noqa: E402
+from envgen_jax.llm.settings import LLMSettings  # noqa: E402
+from envgen_jax.llm.spec import EnvSpec, get_env_spec, heist_spec  # noqa: E402
+from envgen_jax.llm.targeting import helps, purpose_consistency  # noqa: E402
+from envgen_jax.llm.transcript import read_transcript  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = RESULTS / "designer_quality.json"
+HEIST_WORLD_DIM = 13  # Procgen's hard mode, the default HeistEnv: configs whose maze does not fit go back for repair
+AIM = {"model": "qwen2.5-coder-1.5b", "targeting_at_least": 0.70, "copies_at_most": 0}
+METRICS = {"targeting": "targets weak skills", "copying": "copies the example",
+           "repeats_previous": "repeats the earlier design", "diversity": "distinct per call",
+           "consistency": "purpose matches", "first_try_valid": "valid on the first try"}  # the plot's bars
+
+
+# ----------------------------------------------------------------------------------------------- profiles
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """A feedback situation: the weak skills (near 0%) of an agent good at the rest (40-90%); none: the first
+    cycle, which has no feedback. Synthetic on purpose: each isolates one family of skills, so a design can be
+    scored against it (a real agent's rates would also drag down what follows a weak skill)."""
+
+    weak: tuple[str, ...] = ()
+
+    @property
+    def first_cycle(self) -> bool:
+        return not self.weak
+
+
+# A plausible trained agent (40-90%), strongest at the start of the tech tree.
+BASE_RATES = {
+    "crafter": {"collect_coal": 70, "collect_diamond": 40, "collect_drink": 75, "collect_iron": 55,
+                "collect_sapling": 85, "collect_stone": 80, "collect_wood": 90, "defeat_skeleton": 45,
+                "defeat_zombie": 70, "eat_cow": 75, "eat_plant": 40, "make_iron_pickaxe": 42, "make_iron_sword": 41,
+                "make_stone_pickaxe": 65, "make_stone_sword": 60, "make_wood_pickaxe": 88, "make_wood_sword": 85,
+                "place_furnace": 60, "place_plant": 85, "place_stone": 75, "place_table": 90, "wake_up": 55},
+    "heist": {"collect_key_blue": 85, "collect_key_green": 75, "collect_key_red": 65, "open_lock_blue": 80,
+              "open_lock_green": 70, "open_lock_red": 60, "collect_gem": 50},
+}
+WEAK_RATES = (0.0, 1.0, 0.5, 2.0)  # the weak skills' rates in turn: near 0%, not all equal
+PROFILES = {
+    "crafter": {
+        "first_cycle": Profile(),
+        "weak_iron_diamond": Profile(("collect_iron", "make_iron_pickaxe", "make_iron_sword", "collect_diamond")),
+        "weak_combat": Profile(("defeat_zombie", "defeat_skeleton")),
+        "weak_survival": Profile(("collect_drink", "eat_cow", "eat_plant", "wake_up")),
+        "all_but_diamond": Profile(("collect_diamond",)),
+    },
+    "heist": {
+        "first_cycle": Profile(),
+        "weak_keys": Profile(("collect_key_blue", "collect_key_green", "collect_key_red")),
+        "weak_locks": Profile(("open_lock_blue", "open_lock_green", "open_lock_red")),
+        "weak_gem": Profile(("collect_gem",)),
+    },
+}
+
+
+def success_rates(env: str, profile: Profile) -> dict[str, list[float]]:
+    """achievement -> [mean %, std %]: weak skills near 0, the rest at BASE_RATES."""
+    rates = {name: [float(rate), 5.0] for name, rate in BASE_RATES[env].items()}
+    for i, name in enumerate(profile.weak):
+        rates[name] = [WEAK_RATES[i % len(WEAK_RATES)], 0.5]
+    return rates
+
+
+# The earlier design a feedback profile answers (its purposes and analysis are the earlier reply's).
+PREVIOUS = {
+    "crafter": [
+        ("Collect wood and place a table: many trees and some wood at the start.",
+         {"environment_settings": {"tree_rarity": "very common"}, "inventory_settings": {"wood": 2}}),
+        ("Mine stone and coal: a mountain rich in coal and a wood pickaxe to start with.",
+         {"environment_settings": {"target_biome": "mountain", "coal_rarity": "very common"},
+          "inventory_settings": {"wood_pickaxe": 1}}),
+        ("Drink and eat: beaches with water everywhere, many cows and few zombies.",
+         {"environment_settings": {"target_biome": "beaches"},
+          "creature_settings": {"cows": "very common", "zombies": "rare"}}),
+        ("Grow food: two saplings to plant and later eat.", {"inventory_settings": {"sapling": 2}}),
+    ],
+    "heist": [
+        ("Explore a medium maze.", {"maze_settings": {"maze_dim": 9}}),
+        ("A larger maze with less time, to move with purpose.",
+         {"maze_settings": {"maze_dim": 11}, "episode_settings": {"max_episode_steps": 500}}),
+        ("The gem close by, to learn that touching it ends the level.",
+         {"placement_settings": {"gem_distance": "near"}}),
+        ("The full chain of three doors, with the keys far away.",
+         {"maze_settings": {"num_keys": 3}, "placement_settings": {"key_distance": "far"}}),
+    ],
+}
+PREVIOUS_ANALYSIS = "No feedback yet: start with the basic skills, each environment aimed at one group of them."
+
+# The example environment the output format showed until it was removed (small models copied it).
+EXAMPLES = {
+    "crafter": {"purpose": "Basic resource collection and crafting: many trees and a wood pickaxe at the start let "
+                           "the agent practise collecting wood and stone and making stone tools at a table.",
+                "config": {"environment_settings": {"target_biome": "grassland", "tree_rarity": "very common"},
+                           "inventory_settings": {"wood": 3, "wood_pickaxe": 1}}},
+    "heist": {"purpose": "A short chain in a small maze: with one key placed near the start, the agent can learn to "
+                         "pick up a key and open its door before searching for the gem.",
+              "config": {"maze_settings": {"maze_dim": 7, "num_keys": 1},
+                         "placement_settings": {"key_distance": "near"}}},
+}
+
+
+# ----------------------------------------------------------------------------------------------- variants
+def current(spec: EnvSpec, folder: Path) -> EnvSpec:
+    """The prompts as the designer sends them."""
+    return spec
+
+
+def with_example(spec: EnvSpec, folder: Path) -> EnvSpec:
+    """The old output format: the example environment right after it, in the generation and feedback prompts."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shown = "\nFor example, one environment could be:\n" + json.dumps(EXAMPLES[spec.name])
+    for kind in ("generate", "feedback", "rules"):
+        text = spec.read_template(kind)
+        if kind != "rules":
+            text = text.replace("${output_format}", "${output_format}" + shown)
+        (folder / f"{spec.name}_{kind}.txt").write_text(text, encoding="utf-8")
+    return dataclasses.replace(spec, prompts_dir=folder)
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A designer to measure: its prompts and which wasteful designs it sends back for repair (LLMSettings.advice)."""
+
+    prompts: Callable[[EnvSpec, Path], EnvSpec]
+    advice: str
+    about: str
+
+
+VARIANTS: dict[str, Variant] = {
+    "current": Variant(current, "all", "the designer as it runs: no example shown; repeated, unchanged, "
+                                       "already-trained and purpose-mismatched environments sent back once"),
+    "basic_advice": Variant(current, "duplicates", "no example shown; only repeated or unchanged environments "
+                                                   "sent back"),
+    "with_example": Variant(with_example, "duplicates", "the old prompt, one example environment shown; only "
+                                                        "repeated or unchanged environments sent back"),
+    "no_advice": Variant(current, "none", "no example shown; every valid design accepted as it is"),
+}
+
+
+def base_spec(env: str) -> EnvSpec:
+    return heist_spec(HEIST_WORLD_DIM) if env == "heist" else get_env_spec(env)
+
+
+# ----------------------------------------------------------------------------------------------- one call
+@dataclasses.dataclass(frozen=True)
+class Call:
+    model: str
+    variant: str
+    env: str
+    profile: str
+    repeat: int
+
+    @property
+    def key(self) -> tuple:
+        return dataclasses.astuple(self)
+
+
+def earlier_state(spec: EnvSpec, n: int) -> dict:
+    """A designer state after one cycle: the generation prompt answered with the PREVIOUS design."""
+    previous = PREVIOUS[spec.name][:n]
+    reply = {"analysis": PREVIOUS_ANALYSIS, "environments": [{"purpose": p, "config": c} for p, c in previous]}
+    return {"version": 1, "env": spec.name, "requests": 1, "mode": None, "calls": 0,
+            "messages": [{"role": "user", "content": generation_prompt(spec, n)},
+                         {"role": "assistant", "content": json.dumps(reply)}],
+            "configs": [c for _, c in previous], "purposes": [p for p, _ in previous]}
+
+
+def ask(call: Call, spec: EnvSpec, settings: LLMSettings, n: int, transcript: Path, client: Any = None) -> str | None:
+    """Make one request with a fresh designer; the transcript records it. Returns the error, if the call failed."""
+    profile = PROFILES[call.env][call.profile]
+    if profile.first_cycle:
+        designer = Designer(spec, settings, transcript, client=client)
+    else:
+        designer = Designer.from_state(earlier_state(spec, n), settings, transcript, env=spec, client=client)
+    try:
+        if profile.first_cycle:
+            designer.generate(n)
+        else:
+            designer.feedback(success_rates(call.env, profile), n)
+    except (DesignError, LLMError) as e:
+        return f"{type(e).__name__}: {e}"[:2000]
+    finally:
+        designer.close()
+    return None
+
+
+def measure(call: Call, spec: EnvSpec, settings: LLMSettings, n: int, workdir: Path, client: Any = None) -> dict:
+    """One call's raw record, read back from its transcript."""
+    transcript = workdir / f"{'-'.join(map(str, call.key))}.jsonl".replace("/", "_")
+    transcript.unlink(missing_ok=True)
+    start = time.monotonic()
+    error = ask(call, spec, dataclasses.replace(settings, seed=call.repeat), n, transcript, client)
+    wall = time.monotonic() - start
+    records = read_transcript(transcript) if transcript.exists() else []
+    tries = [r for r in records if r["event"] == "exchange"]
+    accepted = next((r for r in tries if r["accepted"]), None) if error is None else None
+    usage = [r.get("usage") or {} for r in tries]
+    cls = spec.config_cls
+    return {
+        **dataclasses.asdict(call), "seed": call.repeat, "ok": error is None, "error": error,
+        "first_try_valid": bool(tries) and tries[0]["configs"] is not None, "replies": len(tries),
+        "repairs": max(len(tries) - 1, 0), "llm_errors": sum(r["event"] == "error" for r in records),
+        "latency_s": round(sum(r["latency_s"] for r in tries), 3), "wall_s": round(wall, 3),
+        "prompt_tokens": _total(u.get("prompt_tokens") for u in usage),
+        "completion_tokens": _total(u.get("completion_tokens") for u in usage), "usage": usage,
+        "analysis": accepted.get("analysis") if accepted else None,
+        "purposes": accepted["purposes"] if accepted else None,
+        "configs": [cls.from_dict(c).to_dict(only_changed=True) for c in accepted["configs"]] if accepted else None,
+        "advice": accepted.get("advice") if accepted else None,
+        "replies_text": [r["reply"] for r in tries],
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _total(values: Iterable) -> int | None:
+    values = list(values)
+    return None if not values or any(v is None for v in values) else sum(values)
+
+
+# ----------------------------------------------------------------------------------------------- scoring
+SCORES = ("targeting", "helped_settings", "copies", "repeats_previous", "distinct", "consistent")
+
+
+def score(record: dict, config_cls: type) -> dict:
+    """The per-configuration verdicts of one call (recomputed whenever results are written)."""
+    if not record["ok"]:
+        return dict.fromkeys(SCORES)
+    configs = [config_cls.from_dict(c) for c in record["configs"]]
+    weak = PROFILES[record["env"]][record["profile"]].weak
+    example = config_cls.from_dict(EXAMPLES[record["env"]]["config"])
+    previous = [config_cls.from_dict(c) for _, c in PREVIOUS[record["env"]]]
+    helped = [helps(c, weak) for c in configs] if weak else None
+    return {"targeting": [bool(h) for h in helped] if weak else None, "helped_settings": helped,
+            "copies": [c == example for c in configs],
+            "repeats_previous": [c in previous for c in configs] if weak else None,
+            "distinct": len(set(configs)) / len(configs),
+            "consistent": [purpose_consistency(p, c) for p, c in zip(record["purposes"], configs)]}
+
+
+def baseline_targeting(env: str, profile: Profile) -> float:
+    """The targeting share a designer gets by sending the earlier design back unchanged."""
+    cls = base_spec(env).config_cls
+    return statistics.fmean(bool(helps(cls.from_dict(c), profile.weak)) for _, c in PREVIOUS[env])
+
+
+def _share(flags: list) -> dict:
+    """{"share", "hits", "of"} over the flags that are not None; share None when there are none."""
+    known = [f for f in flags if f is not None]
+    return {"share": sum(known) / len(known) if known else None, "hits": sum(known), "of": len(known)}
+
+
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def _median(values: list) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def summarise(records: list[dict]) -> dict:
+    """The aggregate of a group of scored calls."""
+    ok = [r for r in records if r["ok"]]
+    flat = lambda key: [f for r in ok for f in (r[key] or [])]  # noqa: E731
+    return {
+        "calls": len(records), "failures": len(records) - len(ok),
+        "first_try_valid": _share([r["first_try_valid"] for r in records]),
+        "repairs_per_call": _mean([r["repairs"] for r in records]),
+        "configs": sum(len(r["configs"]) for r in ok),
+        "targeting": _share(flat("targeting")), "copying": _share(flat("copies")),
+        "repeats_previous": _share(flat("repeats_previous")),
+        "diversity": _mean([r["distinct"] for r in ok]), "consistency": _share(flat("consistent")),
+        "latency_s": _mean([r["latency_s"] for r in records if r["replies"]]),
+        "latency_s_median": _median([r["latency_s"] for r in records if r["replies"]]),
+        "prompt_tokens": _mean([r["prompt_tokens"] for r in records]),
+        "completion_tokens": _mean([r["completion_tokens"] for r in records]),
+    }
+
+
+def aggregate(records: list[dict]) -> dict:
+    """Summaries per model x variant x env x profile, per model x variant x env, and per model x variant."""
+    out = {}
+    for level, fields in (("by_profile", ("model", "variant", "env", "profile")),
+                          ("by_env", ("model", "variant", "env")), ("overall", ("model", "variant"))):
+        groups = defaultdict(list)
+        for r in records:
+            groups[tuple(r[f] for f in fields)].append(r)
+        out[level] = [{**dict(zip(fields, key)), **summarise(group)} for key, group in groups.items()]
+    return out
+
+
+def aims(overall: list[dict]) -> list[dict]:
+    """The issue's aim for the 1.5B model, met or not, for every prompt variant measured."""
+    out = []
+    for row in overall:
+        if row["model"] != AIM["model"]:
+            continue
+        targeting, copies = row["targeting"]["share"], row["copying"]["hits"]
+        out.append({"model": row["model"], "variant": row["variant"], "targeting": targeting, "copies": copies,
+                    "targeting_met": targeting is not None and targeting >= AIM["targeting_at_least"],
+                    "copies_met": copies <= AIM["copies_at_most"]})
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- outputs
+def _pct(share: dict | None) -> str:
+    if not share or share["share"] is None:
+        return "n/a"
+    return f"{100 * share['share']:.0f}% ({share['hits']}/{share['of']})"
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def markdown(result: dict) -> str:
+    """The README table: per model x prompt x env and both envs together; targeting per profile; the aim."""
+    agg = result["aggregates"]
+    head = ("| model | prompt | env | calls | valid 1st try | repairs/call | failed | targets weak skills | copies "
+            "example | repeats earlier design | distinct/call | purpose matches | latency s/call | tokens in / out |\n"
+            + "|---" * 14 + "|")
+    envs = defaultdict(int)
+    for r in agg["by_env"]:
+        envs[r["model"], r["variant"]] += 1
+    rows = agg["by_env"] + [{**r, "env": "both"} for r in agg["overall"] if envs[r["model"], r["variant"]] > 1]
+    rows.sort(key=lambda r: (r["model"], r["variant"], r["env"] == "both", r["env"]))
+    lines = [head] + [
+        f"| {r['model']} | {r['variant']} | {r['env']} | {r['calls']} | {_pct(r['first_try_valid'])} | "
+        f"{_num(r['repairs_per_call'], 2)} | {r['failures']} | {_pct(r['targeting'])} | {_pct(r['copying'])} | "
+        f"{_pct(r['repeats_previous'])} | {_num(r['diversity'], 2)} | {_pct(r['consistency'])} | "
+        f"{_num(r['latency_s'])} | {_num(r['prompt_tokens'], 0)} / {_num(r['completion_tokens'], 0)} |" for r in rows]
+    measured = {(r["env"], r["profile"]) for r in agg["by_profile"]}
+    profiles = [(e, p) for e in PROFILES for p, prof in PROFILES[e].items()
+                if not prof.first_cycle and (e, p) in measured]
+    by_profile = {(r["model"], r["variant"], r["env"], r["profile"]): r for r in agg["by_profile"]}
+    models = sorted({(r["model"], r["variant"]) for r in agg["overall"]})
+    lines += ["", "Targeting per feedback profile (configurations that change a setting helping a weak skill):", "",
+              "| model | prompt | " + " | ".join(f"{e} {p}" for e, p in profiles) + " |",
+              "|---|---|" + "---|" * len(profiles)]
+    lines += [f"| {m} | {v} | " + " | ".join(_pct(by_profile.get((m, v, e, p), {}).get("targeting"))
+                                             for e, p in profiles) + " |" for m, v in models]
+    lines.append("| (the earlier design sent back) | | " + " | ".join(
+        f"{100 * baseline_targeting(e, PROFILES[e][p]):.0f}%" for e, p in profiles) + " |")
+    s = result["settings"]
+    lines += ["", f"{s['repeats']} repeat(s) per profile at temperature {s['temperature']} (seeds 0.."
+                  f"{s['repeats'] - 1}), {s['num_envs']} environments per call, up to {s['max_repairs']} repairs; "
+                  f"latency (the LLM's time) and tokens per call, repairs included; repairs also answer the "
+                  f"designer's advice on repeated or unchanged environments."]
+    for a in result["aims"]:
+        met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+        share = "n/a" if a["targeting"] is None else f"{100 * a['targeting']:.0f}%"
+        lines.append(f"Aim for {a['model']} ({a['variant']}): targeting >= {AIM['targeting_at_least']:.0%}: "
+                     f"{met(a['targeting_met'])} ({share}); no copies of the example: {met(a['copies_met'])} "
+                     f"({a['copies']} copies).")
+    if s.get("tiny"):
+        lines.append("TINY RUN (--tiny): a smoke test of the machinery, not results.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted(result["aggregates"]["overall"], key=lambda r: (r["model"], r["variant"]))
+    value = lambda r, m: (r[m] if m == "diversity" else r[m]["share"]) or 0.0  # noqa: E731
+    fig, ax = plt.subplots(figsize=(max(7, 2.2 * len(rows) + 3), 4.5))
+    width = 0.8 / len(METRICS)
+    for j, metric in enumerate(METRICS):
+        xs = [i + (j - (len(METRICS) - 1) / 2) * width for i in range(len(rows))]
+        bars = ax.bar(xs, [value(r, metric) for r in rows], width, label=METRICS[metric])
+        ax.bar_label(bars, fmt="%.2f", fontsize=6)
+    ax.set_xticks(range(len(rows)), [f"{r['model']}\n({r['variant']})" for r in rows], fontsize=8)
+    ax.set(ylim=(0, 1.1), ylabel="share of configurations (diversity: distinct per call)")
+    ax.axhline(AIM["targeting_at_least"], color="grey", lw=0.8, ls="--", label="aim: targeting 70%")
+    ax.legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    env, games = result["environment"], sorted({r["env"] for r in result["aggregates"]["by_env"]})
+    title = (f"Designer quality ({', '.join(games)}), {result['settings']['repeats']} repeat(s) at temperature "
+             f"{result['settings']['temperature']}; {env.get('cpu', '?')}, {str(env.get('commit', ''))[:8]}"
+             f"{'+dirty' if env.get('dirty') else ''}")
+    if result["settings"].get("tiny"):
+        title += "\nTINY RUN: not results"
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def profile_info(env: str, profile: Profile) -> dict:
+    if profile.first_cycle:
+        return {"weak": [], "success": None, "baseline_targeting": None}
+    return {"weak": list(profile.weak), "success": success_rates(env, profile),
+            "baseline_targeting": baseline_targeting(env, profile)}
+
+
+def build_result(records: list[dict], settings: dict, environment: dict, models: dict, prompts: dict) -> dict:
+    scored = [{**r, **score(r, base_spec(r["env"]).config_cls)} for r in records]
+    aggregates = aggregate(scored)
+    return {"benchmark": "designer_quality", "environment": environment, "settings": settings, "models": models,
+            "profiles": {e: {p: profile_info(e, prof) for p, prof in ps.items()} for e, ps in PROFILES.items()},
+            "previous_design": {e: [{"purpose": p, "config": c} for p, c in d] for e, d in PREVIOUS.items()},
+            "examples": EXAMPLES, "aim": AIM, "aggregates": aggregates, "aims": aims(aggregates["overall"]),
+            "prompts": prompts, "calls": scored}
+
+
+def write(result: dict, out: Path, with_plot: bool = False) -> dict:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out, "md": out.with_suffix(".md")}
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    paths["md"].write_text(markdown(result))
+    if with_plot and result["calls"]:
+        paths["png"] = plot(result, out.with_suffix(".png"))
+    return {k: str(v) for k, v in paths.items()}
+
+
+# ----------------------------------------------------------------------------------------------- running
+def prompt_text(spec: EnvSpec, env: str, profile: str, n: int) -> str:
+    """The user turn a call sends (a feedback call sends it after the earlier turn of `earlier_state`)."""
+    prof = PROFILES[env][profile]
+    if prof.first_cycle:
+        return generation_prompt(spec, n)
+    previous = [spec.config_cls.from_dict(c) for _, c in PREVIOUS[env][:n]]
+    return feedback_prompt(spec, success_rates(env, prof), previous, n)
+
+
+def run_model(model: str, settings: LLMSettings, plan: dict, done: set, workdir: Path,
+              on_record: Callable[[dict], None], prompts: dict, client: Any = None) -> None:
+    """Every call of the plan for one model (those in `done` are skipped), repeats of one prompt back to back."""
+    for variant in plan["variants"]:
+        for env in plan["envs"]:
+            spec = VARIANTS[variant].prompts(base_spec(env), workdir / "prompts" / variant)
+            variant_settings = dataclasses.replace(settings, advice=VARIANTS[variant].advice)
+            for profile in plan["profiles"][env]:
+                prompts[f"{env}/{profile}/{variant}"] = prompt_text(spec, env, profile, plan["num_envs"])
+                for repeat in range(plan["repeats"]):
+                    call = Call(model, variant, env, profile, repeat)
+                    if call.key in done:
+                        continue
+                    record = measure(call, spec, variant_settings, plan["num_envs"], workdir, client)
+                    print(f"{model} {variant} {env} {profile} #{repeat}: "
+                          f"{'ok' if record['ok'] else 'FAILED'} in {record['wall_s']:.1f} s, "
+                          f"{record['replies']} repl{'y' if record['replies'] == 1 else 'ies'}", flush=True)
+                    on_record(record)
+
+
+def llm_settings(args, **where) -> LLMSettings:
+    return LLMSettings(backend="openai", temperature=args.temperature, max_tokens=args.max_tokens,
+                       timeout_s=args.timeout, max_retries=args.max_retries, max_repairs=args.max_repairs, **where)
+
+
+def run_offline(model: str, args, plan, done, workdir, on_record, prompts, models: dict) -> None:
+    """One offline model behind its own llama.cpp server, reached like any endpoint."""
+    from envgen_jax.llm.local_server import LocalServer
+    from envgen_jax.llm.models import get_model
+
+    m = get_model(model)
+    with LocalServer(model=model, n_threads=args.threads, startup_timeout_s=args.startup_timeout,
+                     alias=model) as server:
+        models[model] = {"served_by": "llama.cpp server (xllamacpp) on this machine's CPU", "title": m.title,
+                         "sha256": m.sha256, "licence": m.licence, "server_startup_s": server.startup_s,
+                         "n_threads": server.n_threads, "n_ctx": server.n_ctx}
+        settings = llm_settings(args, model=model, base_url=server.base_url, api_key="local")
+        run_model(model, settings, plan, done, workdir, on_record, prompts)
+
+
+def settings_of(args, plan: dict) -> dict:
+    """What makes calls comparable (checked by --resume), plus the selection made now."""
+    return {"temperature": args.temperature, "num_envs": plan["num_envs"], "max_repairs": args.max_repairs,
+            "max_tokens": args.max_tokens, "timeout_s": args.timeout, "max_retries": args.max_retries,
+            "threads": args.threads, "heist_world_dim": HEIST_WORLD_DIM, "repeats": plan["repeats"],
+            "tiny": args.tiny, "base_url": args.base_url}
+
+
+COMPARABLE = ("temperature", "num_envs", "max_repairs", "max_tokens", "heist_world_dim", "tiny")
+
+
+def resumed(out: Path, settings: dict) -> tuple[list[dict], dict, dict]:
+    """(calls, models, prompts) kept from an earlier --out made with the same settings. Calls that failed on the
+    endpoint (LLMError: server down, time-out) are dropped, to be made again; the model's own failures stay."""
+    if not out.exists():
+        return [], {}, {}
+    old = json.loads(out.read_text())
+    differ = [k for k in COMPARABLE if old.get("settings", {}).get(k) != settings[k]]
+    if differ:
+        raise SystemExit(f"--resume: {out} was made with other settings ({', '.join(differ)}); use another --out "
+                         f"or leave out --resume")
+    calls = [{k: v for k, v in c.items() if k not in SCORES} for c in old.get("calls", [])
+             if not (c.get("error") or "").startswith("LLMError")]
+    return calls, old.get("models", {}), old.get("prompts", {})
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", help="offline models, comma list (smollm2-135m, qwen2.5-coder-1.5b)")
+    ap.add_argument("--base-url", help="an OpenAI-compatible endpoint instead (the key from OPENAI_API_KEY)")
+    ap.add_argument("--model", help="the endpoint's model name (with --base-url)")
+    ap.add_argument("--env", default="crafter,heist", help="comma list (default crafter,heist)")
+    ap.add_argument("--profiles", help="comma list of profile names (default: all of each env's; see PROFILES)")
+    ap.add_argument("--variants", "--variant", default="current", help=f"prompt variants, comma list: "
+                    f"{', '.join(VARIANTS)} (default current)")
+    ap.add_argument("--repeats", type=int, default=3, help="requests per profile, seeds 0..K-1 (default 3)")
+    ap.add_argument("--temperature", type=float, default=0.7,
+                    help="sampling temperature (default 0.7, so that repeats differ; runs use 0)")
+    ap.add_argument("--num-envs", type=int, default=4, help="environments per request (default 4)")
+    ap.add_argument("--max-repairs", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=2048)
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per request (default 600: the 1.5B model "
+                    "takes 80-120 s on 2 loaded cores)")
+    ap.add_argument("--max-retries", type=int, default=1, help="retries after a time-out or 5xx (default 1)")
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads of the offline server (default 2)")
+    ap.add_argument("--startup-timeout", type=float, default=300.0, help="seconds to load an offline model")
+    ap.add_argument("--out", type=Path, help=f"results JSON (default {DEFAULT_OUT.relative_to(RESULTS.parent.parent)}; "
+                    "designer_quality_tiny.json with --tiny); .md and .png beside it")
+    ap.add_argument("--resume", action="store_true", help="keep the calls already in --out (same settings; not those "
+                    "the endpoint failed), make the missing ones")
+    ap.add_argument("--tiny", action="store_true", help="smoke test: first cycle and one feedback profile per env, "
+                                                        "1 repeat")
+    args = ap.parse_args(argv)
+    if bool(args.models) == bool(args.base_url):
+        ap.error("give either --models (offline) or --base-url with --model (an endpoint)")
+    if args.base_url and not args.model:
+        ap.error("--base-url needs --model")
+    args.out = args.out or (DEFAULT_OUT.with_name("designer_quality_tiny.json") if args.tiny else DEFAULT_OUT)
+    return args
+
+
+def make_plan(args) -> dict:
+    envs = [e for e in args.env.split(",") if e]
+    unknown = [e for e in envs if e not in PROFILES]
+    if unknown:
+        raise SystemExit(f"--env: unknown {', '.join(unknown)}; choose from {', '.join(PROFILES)}")
+    bad = [v for v in args.variants.split(",") if v not in VARIANTS]
+    if bad:
+        raise SystemExit(f"--variants: unknown {', '.join(bad)}; choose from {', '.join(VARIANTS)}")
+    wanted = args.profiles.split(",") if args.profiles else None
+    profiles = {e: [p for p in PROFILES[e] if wanted is None or p in wanted] for e in envs}
+    if wanted:
+        missing = set(wanted) - {p for e in envs for p in PROFILES[e]}
+        if missing:
+            raise SystemExit(f"--profiles: unknown {', '.join(sorted(missing))}; known: "
+                             f"{'; '.join(f'{e}: ' + ', '.join(PROFILES[e]) for e in envs)}")
+    if args.tiny:
+        profiles = {e: [p for p in ps if PROFILES[e][p].first_cycle][:1]
+                    + [p for p in ps if not PROFILES[e][p].first_cycle][:1] for e, ps in profiles.items()}
+    return {"envs": envs, "profiles": profiles, "variants": args.variants.split(","),
+            "repeats": 1 if args.tiny else args.repeats, "num_envs": args.num_envs}
+
+
+def main(argv=None, client: Any = None) -> dict:
+    """Run the benchmark; `client` (tests): an injected chat client used for --base-url's model."""
+    args = parse_args(argv)
+    plan = make_plan(args)
+    settings = settings_of(args, plan)
+    records, models, prompts = resumed(args.out, settings) if args.resume else ([], {}, {})
+    done = {tuple(r[f.name] for f in dataclasses.fields(Call)) for r in records}
+    from benchmarks.common import environment
+
+    env_info = {**environment(), "llm_runs_on": args.base_url or "this machine's CPU (llama.cpp)"}
+
+    def on_record(record: dict) -> None:
+        records.append(record)
+        write(build_result(records, settings, env_info, models, prompts), args.out)
+
+    with tempfile.TemporaryDirectory(prefix="designer-quality-") as tmp:
+        if args.base_url:
+            models[args.model] = {"served_by": args.base_url}
+            run_model(args.model, llm_settings(args, model=args.model, base_url=args.base_url), plan, done,
+                      Path(tmp), on_record, prompts, client)
+        else:
+            for model in args.models.split(","):
+                run_offline(model, args, plan, done, Path(tmp), on_record, prompts, models)
+    result = build_result(records, settings, env_info, models, prompts)
+    paths = write(result, args.out, with_plot=True)
+    print(markdown(result))
+    print(f"wrote {', '.join(paths.values())}")
+    return {"result": result, "paths": paths}
+
+
+if __name__ == "__main__":
+    main()

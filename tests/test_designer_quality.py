@@ -1,0 +1,151 @@
+"""benchmarks/designer_quality.py end to end over a scripted client (no LLM): the aggregates equal the numbers
+worked out by hand from the scripted replies, outputs are well formed, and --resume makes no call twice."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import designer_quality as dq  # noqa: E402
+from envgen_jax.llm.testing import ScriptedClient  # noqa: E402
+
+EXAMPLE = dq.EXAMPLES["crafter"]
+
+
+def reply(*envs):
+    return json.dumps({"analysis": "scripted", "environments": [{"purpose": p, "config": c} for p, c in envs]})
+
+
+SWORDLESS = ("Fight zombies with a sword", {"creature_settings": {"zombies": "very common"}})
+FIRST_CYCLE_0 = reply(                                     # valid at once; copies 1/4; consistent T, F, T, unknown
+    (EXAMPLE["purpose"], EXAMPLE["config"]), SWORDLESS,
+    ("Fight zombies with a sword", {"creature_settings": {"zombies": "very common"},
+                                    "inventory_settings": {"wood_sword": 1}}),
+    ("Practise the basics.", {"episode_settings": {"day_length": 100}}))
+FIRST_CYCLE_1 = reply(                                     # after one repair; copies 2/4, distinct 3/4; T, F, T, T
+    (EXAMPLE["purpose"], EXAMPLE["config"]), ("Many zombies to fight.", EXAMPLE["config"]),
+    ("Drink water at the beaches.", {"environment_settings": {"target_biome": "beaches"}}),
+    ("Place stone.", {"inventory_settings": {"stone": 5}}))
+# Targets 2/4 (more iron + a stone pickaxe; an iron pickaxe), repeats 1/4 of the earlier design; consistent T, F, T, T.
+IRON_0 = reply(
+    ("Mine iron with a stone pickaxe.", {"environment_settings": {"iron_rarity": "very common"},
+                                         "inventory_settings": {"stone_pickaxe": 1}}),
+    ("Mine iron.", dq.PREVIOUS["crafter"][3][1]),
+    ("Less iron to search for.", {"environment_settings": {"iron_rarity": "rare"}}),
+    ("Collect diamonds with an iron pickaxe.", {"inventory_settings": {"iron_pickaxe": 1}}))
+SCRIPT = [FIRST_CYCLE_0, "no JSON here", FIRST_CYCLE_1, IRON_0, "still no JSON", "none again"]
+ARGS = ["--base-url", "http://scripted.invalid/v1", "--model", "fake", "--env", "crafter",
+        "--profiles", "first_cycle,weak_iron_diamond", "--repeats", "2", "--max-repairs", "1", "--temperature", "0.5",
+        "--variants", "basic_advice"]  # only duplicates go back for repair: the script below is one reply per turn
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dq") / "dq.json"
+    client = ScriptedClient(SCRIPT)
+    return dq.main([*ARGS, "--out", str(out)], client=client), client, out
+
+
+def test_aggregates_match_the_scripted_replies(run):
+    outcome, client, _ = run
+    (row,) = outcome["result"]["aggregates"]["by_env"]
+    assert (row["model"], row["variant"], row["env"]) == ("fake", "basic_advice", "crafter")
+    assert row["calls"] == 4 and row["failures"] == 1 and row["configs"] == 12
+    assert row["first_try_valid"] == {"share": 0.5, "hits": 2, "of": 4}
+    assert row["repairs_per_call"] == 0.5                  # (0 + 1 + 0 + 1) / 4
+    assert row["copying"] == {"share": 0.25, "hits": 3, "of": 12}
+    assert row["diversity"] == pytest.approx((1 + 0.75 + 1) / 3)
+    assert row["targeting"] == {"share": 0.5, "hits": 2, "of": 4}   # the first cycle has no weak skill to target
+    assert row["consistency"] == {"share": 8 / 11, "hits": 8, "of": 11}
+    assert row["prompt_tokens"] == 150 and row["completion_tokens"] == 75  # the scripted 100 / 50 per reply
+    by_profile = {r["profile"]: r for r in outcome["result"]["aggregates"]["by_profile"]}
+    assert by_profile["first_cycle"]["targeting"]["share"] is None
+    iron = by_profile["weak_iron_diamond"]
+    assert iron["targeting"]["share"] == 0.5 and iron["failures"] == 1 and iron["repeats_previous"]["hits"] == 1
+    assert len(client.calls) == len(SCRIPT)
+
+
+def test_calls_are_fresh_designers_with_seeds_and_the_earlier_turn(run):
+    outcome, client, _ = run
+    calls = outcome["result"]["calls"]
+    assert [(c["profile"], c["repeat"], c["ok"], c["replies"]) for c in calls] == [
+        ("first_cycle", 0, True, 1), ("first_cycle", 1, True, 2),
+        ("weak_iron_diamond", 0, True, 1), ("weak_iron_diamond", 1, False, 2)]
+    assert calls[3]["error"].startswith("DesignError") and calls[3]["configs"] is None
+    assert [k["seed"] for k in client.calls] == [0, 1, 1, 0, 1, 1] and client.calls[0]["temperature"] == 0.5
+    assert [m["role"] for m in client.calls[0]["messages"]] == ["user"]
+    feedback = client.calls[3]["messages"]
+    assert [m["role"] for m in feedback] == ["user", "assistant", "user"]
+    assert json.loads(feedback[1]["content"])["environments"][1]["config"] == dq.PREVIOUS["crafter"][1][1]
+    assert "collect_iron: 0%" in feedback[2]["content"] and "collect_wood: 90%" in feedback[2]["content"]
+    assert calls[2]["helped_settings"][0] == ["environment_settings.iron_rarity", "inventory_settings.stone_pickaxe"]
+    assert calls[0]["analysis"] == "scripted" and calls[0]["replies_text"] == [FIRST_CYCLE_0]
+
+
+def test_outputs_are_written(run):
+    outcome, _, out = run
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "designer_quality" and data["settings"]["temperature"] == 0.5
+    for key in ("commit", "dirty", "python", "cpu", "llm_runs_on"):
+        assert key in data["environment"], key
+    assert data["profiles"]["crafter"]["weak_iron_diamond"]["success"]["collect_iron"] == [0.0, 0.5]
+    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = out.with_suffix(".md").read_text()
+    assert table == dq.markdown(outcome["result"])
+    assert ("| fake | basic_advice | crafter | 4 | 50% (2/4) | 0.50 | 1 | 50% (2/4) | 25% (3/12) | 25% (1/4) | 0.92 | "
+            "73% (8/11) |") in table
+    # Sending the earlier design back would target iron 2/4: wood for the iron tools, a mountain rich in coal.
+    assert "| (the earlier design sent back) | | 50% |" in table
+    assert '"tree_rarity": "very common"' not in data["prompts"]["crafter/first_cycle/basic_advice"]
+
+
+def test_resume_makes_only_the_missing_calls(run, tmp_path):
+    _, _, out = run
+    copy = tmp_path / "dq.json"
+    copy.write_text(out.read_text())
+    client = ScriptedClient([IRON_0, IRON_0])
+    outcome = dq.main([*ARGS, "--out", str(copy), "--resume", "--repeats", "3",
+                       "--profiles", "weak_iron_diamond"], client=client)
+    assert len(client.calls) == 1  # only weak_iron_diamond #2: the other five calls are kept, the failure too
+    (row,) = outcome["result"]["aggregates"]["by_env"]
+    assert row["calls"] == 5 and row["targeting"]["hits"] == 4 and row["repeats_previous"]["hits"] == 2
+    with pytest.raises(SystemExit, match="other settings"):
+        dq.main([*ARGS, "--out", str(copy), "--resume", "--temperature", "0"], client=client)
+
+
+def test_with_example_variant_shows_the_old_example_and_current_does_not(tmp_path):
+    for env in ("crafter", "heist"):
+        spec = dq.base_spec(env)
+        shown = dq.with_example(spec, tmp_path / env)
+        example = json.dumps(dq.EXAMPLES[env])
+        for profile in dq.PROFILES[env]:
+            assert example in dq.prompt_text(shown, env, profile, 4)
+            assert example not in dq.prompt_text(spec, env, profile, 4)
+        assert shown.check is not None or env == "crafter"  # Heist keeps its maze-fits-the-world check
+
+
+def test_profiles_cover_every_achievement_and_weak_ones_are_near_zero():
+    for env, profiles in dq.PROFILES.items():
+        names = dq.base_spec(env).achievements
+        assert set(dq.BASE_RATES[env]) == set(names) and all(40 <= r <= 90 for r in dq.BASE_RATES[env].values())
+        for profile in profiles.values():
+            rates = dq.success_rates(env, profile)
+            assert set(rates) == set(names) and set(profile.weak) <= set(names)
+            assert all((rates[n][0] <= 2) == (n in profile.weak) for n in names)
+        cls = dq.base_spec(env).config_cls
+        assert cls.from_dict(dq.EXAMPLES[env]["config"]) not in [cls.from_dict(c) for _, c in dq.PREVIOUS[env]]
+        # Sending the earlier design back must leave a designer room to do better on every profile.
+        assert all(dq.baseline_targeting(env, p) <= 0.5 for p in profiles.values() if not p.first_cycle)
+
+
+def test_aim_is_judged_for_the_1_5b_model_only():
+    rows = [{"model": "qwen2.5-coder-1.5b", "variant": "current", "targeting": {"share": 0.75}, "copying": {"hits": 0}},
+            {"model": "qwen2.5-coder-1.5b", "variant": "with_example", "targeting": {"share": 0.5},
+             "copying": {"hits": 2}},
+            {"model": "smollm2-135m", "variant": "current", "targeting": {"share": 0.1}, "copying": {"hits": 9}}]
+    assert [(a["variant"], a["targeting_met"], a["copies_met"]) for a in dq.aims(rows)] == [
+        ("current", True, True), ("with_example", False, False)]
