@@ -5,10 +5,7 @@ device), compile-time accounting through `jax.monitoring`, and small table helpe
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -59,60 +56,7 @@ def time_interleaved(calls: dict[str, tuple[Callable, tuple]], repeats: int = 3)
     return out
 
 
-def git_commit() -> dict:
-    """{'commit': HEAD, 'dirty': uncommitted changes to tracked files, 'commit_source'}. Where the tree is a copy
-    without git (a device machine, say), BENCH_COMMIT / BENCH_DIRTY=1 in the environment say what it is."""
-    head, dirty = "", False
-    try:
-        proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-        if proc.returncode == 0:
-            head = proc.stdout.strip()
-            # Dirty means the measured code differs from the commit: docs and saved results do not count.
-            dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "envgen_jax",
-                                         "benchmarks", "configs", "pyproject.toml", ":(exclude)benchmarks/results"],
-                                        capture_output=True, text=True, cwd=ROOT).stdout.strip())
-    except OSError:
-        pass
-    if head:
-        return {"commit": head, "dirty": dirty, "commit_source": "git"}
-    if os.environ.get("BENCH_COMMIT"):
-        return {"commit": os.environ["BENCH_COMMIT"], "dirty": os.environ.get("BENCH_DIRTY", "") == "1",
-                "commit_source": "BENCH_COMMIT"}
-    return {"commit": "", "dirty": None, "commit_source": "unknown: no git here and no BENCH_COMMIT"}
-
-
-def _version(name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
-
-
-def environment() -> dict:
-    """Where and with what a result was measured."""
-    device = jax.devices()[0]
-    memory = None
-    try:
-        stats = device.memory_stats() or {}
-        memory = stats.get("bytes_limit")
-    except Exception:  # CPU devices have no memory stats
-        pass
-    cache_dir = jax.config.jax_compilation_cache_dir
-    return {
-        "device": f"{device.platform}:{getattr(device, 'device_kind', '')}", "platform": device.platform,
-        "device_kind": getattr(device, "device_kind", ""), "device_count": jax.device_count(),
-        "local_device_count": jax.local_device_count(), "process_count": jax.process_count(),
-        "device_memory_bytes": memory,
-        "jax": jax.__version__, "jaxlib": _version("jaxlib"), "craftax": _version("craftax"),
-        "envgen_jax": _version("envgen-jax"), "python": platform.python_version(),
-        "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(), "host": platform.node(),
-        **git_commit(),
-        "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "persistent_compilation_cache": (cache_dir if cache_dir and jax.config.jax_enable_compilation_cache
-                                         else None),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+from envgen_jax.provenance import environment, git_commit  # noqa: E402,F401 (re-exported)
 
 
 def platform_tag(tiny: bool = False) -> str:

@@ -2,6 +2,7 @@
 
 Commands:
   train      run EnvGen (or a baseline) from a YAML config; resume a killed run
+  study      train several methods with the same agent, steps and seeds, and compare them
   validate   check environment configuration JSON against the schema
   render     draw the worlds a configuration generates
   settings   list every setting a designer may use, with allowed values and defaults
@@ -107,8 +108,8 @@ def _optional_commands() -> list[Callable]:
     except ImportError:
         pass
     try:
-        from envgen_jax.loop_cli import add_train_commands
-        registrars.append(add_train_commands)
+        from envgen_jax.loop_cli import add_study_commands, add_train_commands
+        registrars += [add_train_commands, add_study_commands]
     except ImportError:
         pass
     return registrars

@@ -71,7 +71,11 @@ class LoopState:
     evals: list = dataclasses.field(default_factory=list)     # per evaluation: success mean/std, score, ...
     curve: list = dataclasses.field(default_factory=list)     # per chunk: env steps, phase, per-seed returns
     scored: dict | None = None          # RowStats of the final phase, summed (per seed, lists)
+    # Per cycle: RowStats of its LLM-environment training phase, summed per bank row ([S, K] lists), so the report
+    # can show what the agent learned inside each LLM environment.
+    env_learning: list = dataclasses.field(default_factory=list)
     llm_calls: int = 0
+    llm_seconds: float = 0.0            # wall time spent waiting for the LLM (all designers, all cycles)
     designers: list = dataclasses.field(default_factory=list)  # Designer.state_dict() per designer
     metrics_lines: int = 0              # lines of metrics.jsonl that belong to this state
     wall_seconds: float = 0.0           # training-loop wall time before this session
@@ -115,7 +119,6 @@ class EnvGenRun:
         state = LoopState(**load_metadata(checkpoint)["loop"])
         run = cls(cfg, out, state=state, log=log, llm_client=llm_client)
         run._resume_from = checkpoint
-        _truncate_lines(out / "metrics.jsonl", state.metrics_lines)  # drop what came after the checkpoint
         log(f"resuming {out} from {checkpoint.name} (phase {state.phase + 1}/{len(run.plan)}, "
             f"{state.env_steps:,} env steps per seed)")
         return run
@@ -137,6 +140,8 @@ class EnvGenRun:
     def run(self) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "config.yaml").write_text(_yaml(self.cfg.to_dict()))
+        # Drop chunks recorded after the checkpoint we start from (all of them when a killed run had none yet).
+        _truncate_lines(self.out / "metrics.jsonl", self.state.metrics_lines)
         total_updates = sum(p.updates for p in self.plan if p.kind == "train")
         steps_per_update = self.cfg.steps_per_update
         self.log(f"envgen-jax: {self.cfg.method} on {self.cfg.env}, {self.cfg.seeds} seed(s), "
@@ -201,8 +206,10 @@ class EnvGenRun:
                 start = time.monotonic()
                 design = curricula.request(designer, method, cycle, self.cfg.schedule.cycles, n,
                                            feedback[i] if feedback else None)
+                seconds = time.monotonic() - start
                 self.state.llm_calls += 1
-                self.log(f"LLM step {self.state.llm_calls}: {n} environments in {time.monotonic() - start:.1f}s")
+                self.state.llm_seconds += seconds
+                self.log(f"LLM step {self.state.llm_calls}: {n} environments in {seconds:.1f}s")
                 per_designer.append({"configs": [c.to_dict() for c in design.configs],
                                      "purposes": list(design.purposes)})
                 self.state.designers = [d.state_dict() for d in self._designers]
@@ -307,7 +314,10 @@ class EnvGenRun:
             self.state.env_steps += steps
             self._record_chunk(phase, metrics, seconds, steps)
             if scored:
-                self._accumulate_scored(metrics.rows)
+                original = jax.tree.map(lambda x: np.asarray(x)[:, ORIGINAL_ROW], metrics.rows)  # [S], [S, A]
+                self.state.scored = _add_stats(self.state.scored, original)
+            elif phase.where in ("llm", "mixed"):
+                self._accumulate_env_learning(phase, metrics.rows)
             bar.update(steps)
             bar.set_postfix_str(f"{steps * self.cfg.seeds / seconds:,.0f} steps/s")
             if time.monotonic() - self._last_checkpoint > 60 * self.cfg.output.checkpoint_minutes:
@@ -344,13 +354,12 @@ class EnvGenRun:
             for k, v in record["losses"].items():
                 writer.add_scalar(f"loss/{k}", v, step)
 
-    def _accumulate_scored(self, rows: RowStats) -> None:
-        original = jax.tree.map(lambda x: np.asarray(x)[:, ORIGINAL_ROW], rows)  # [S], [S, A]
-        if self.state.scored is None:
-            self.state.scored = {k: np.asarray(v).tolist() for k, v in vars(original).items()}
-        else:
-            self.state.scored = {k: (np.asarray(self.state.scored.get(k, 0)) + np.asarray(v)).tolist()
-                                 for k, v in vars(original).items()}
+    def _accumulate_env_learning(self, phase: Phase, rows: RowStats) -> None:
+        """Sum the chunk's per-row stats ([S, K]) into this cycle's entry: one entry per LLM-environment phase."""
+        entries = self.state.env_learning
+        if not entries or entries[-1]["cycle"] != phase.cycle:
+            entries.append({"cycle": phase.cycle, "phase": phase.where, "stats": None})
+        entries[-1]["stats"] = _add_stats(entries[-1]["stats"], rows)
 
     # ------------------------------------------------------------------------------------------- evaluation
     def _evaluate(self, ts, cycle: int, bar) -> None:
@@ -422,6 +431,14 @@ def _truncate_lines(path: Path, keep: int) -> None:
     if path.exists():
         lines = path.read_text().splitlines(keepends=True)
         path.write_text("".join(lines[:keep]))
+
+
+def _add_stats(total: dict | None, stats: RowStats) -> dict:
+    """Running sum of host RowStats kept as JSON lists (LoopState is saved as JSON with every checkpoint)."""
+    new = {k: np.asarray(v) for k, v in vars(stats).items() if v is not None}
+    if total is not None:
+        new = {k: np.asarray(total.get(k, 0)) + v for k, v in new.items()}  # .get: older checkpoints
+    return {k: v.tolist() for k, v in new.items()}
 
 
 def _nz(x) -> float:

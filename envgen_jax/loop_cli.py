@@ -1,4 +1,4 @@
-"""`envgen-jax train`: the main job."""
+"""`envgen-jax train` (the main job) and `envgen-jax study` (every method, same agent, steps and seeds, compared)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,57 @@ def cmd_train(args) -> int:
         return 2
     print(f"finished in {time.monotonic() - start:.0f}s: {out / 'report.md'}")
     return 0
+
+
+STUDY_HELP = """\
+Does EnvGen help? Train each method with the same agent, steps and seeds (only the pretraining environments
+differ), then compare them.
+
+  envgen-jax study --config configs/study_cpu.yaml \\
+      --methods ppo,envgen,fixed,random,easy_to_hard,adversarial --seeds 4 --out runs/study_cpu
+
+Each method is one ordinary run directory, OUT/<method>/ (see `envgen-jax train --help`), with the seeds vmapped
+inside it. The study's resolved settings are kept in OUT/study.yaml.
+
+Resuming: run the same command again, after a kill or in a later session. Finished runs are reused, started runs
+resume from their newest checkpoint, the rest start. A rerun must use the same settings (exit 1 naming each
+difference), but it may add methods. If a method fails (an LLM error, say), the error goes to stderr, the next
+method runs, and the command exits 2; the same command then retries the failed method. Long studies can run in the
+background (nohup ... &) and be continued this way.
+
+Outputs, rewritten after every method from the run directories' files (report.json, metrics.jsonl):
+  study.md, study.json       per method: the score and reward (mean +/- std over seeds, every seed's value, a 95%
+                             percentile-bootstrap CI), the difference from ppo with its bootstrap CI and Welch's
+                             t-test p-value; per-achievement success; evaluations after each cycle; success inside
+                             each LLM environment; LLM calls, LLM seconds, training seconds; the share of stale
+                             restarts; the device, jax version and git commit
+  study_scores.png           final score and reward per method: mean, 95% CI, each seed
+  study_curves.png           training return and evaluation score vs env steps, a band of +/- std over seeds
+  study_success_by_cycle.png per achievement, success in the original game after each cycle, per method
+
+Exit status: 0 all methods finished, 1 bad input or settings, 2 some method failed (rerun to retry it).
+"""
+
+
+def add_study_commands(sub) -> None:
+    p = sub.add_parser("study", help="train several methods alike and compare them (resumable)",
+                       description=STUDY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", metavar="FILE.yaml", required=True,
+                   help="run configuration every method shares (its `method` is replaced), e.g. configs/study_cpu.yaml")
+    p.add_argument("--methods", default="ppo,envgen,fixed,random,easy_to_hard,adversarial", metavar="M1,M2,...",
+                   help="comma-separated, from ppo, envgen, fixed, random, easy_to_hard, adversarial; ppo is the "
+                        "reference the others are compared with (default: all six, in this order)")
+    p.add_argument("--seeds", type=int, metavar="N", help="seeds per method (default: the config's `seeds`)")
+    p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
+                   help="override settings of the shared configuration, as for `train`")
+    p.add_argument("--out", metavar="DIR", help="study directory (default runs/<config name>)")
+    p.set_defaults(handler=cmd_study)
+
+
+def cmd_study(args) -> int:
+    from envgen_jax.study import resolve, run_study
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    settings = resolve(args.config, methods, args.seeds, args.overrides)
+    out = Path(args.out or Path("runs") / Path(args.config).stem)
+    return run_study(settings, out)

@@ -1,4 +1,5 @@
-"""Run outputs a researcher reads: report.json, report.md (a table like the paper's Table 1) and PNG plots.
+"""Run outputs a researcher reads: report.json, report.md (a table like the paper's Table 1) and PNG plots, and the
+agent's success inside each LLM environment of each cycle.
 
 The score is the Crafter score computed as the paper defines it: per seed, success rates pooled over every episode
 that finished in the scored phase (the final training phase in the original environment), then
@@ -82,12 +83,14 @@ def write_report(run) -> dict:
         "crafter_score_std": summary["score_std"] if cfg.env == "crafter" else None,
         "score_definition": SCORE_DEFINITIONS[cfg.env],
         "llm_calls": state.llm_calls,
+        "llm_seconds": state.llm_seconds,
         "env_steps": state.env_steps,
         "scored_env_steps": sum(p.updates for p in run.plan if p.where == "final") * cfg.steps_per_update,
         "wall_seconds": state.wall_seconds + (time.monotonic() - run._session_start),
         "final_evaluation": final_eval,
         "cycle_evaluations": [e for e in state.evals if not e.get("final")],
         "environments": state.designs,
+        "environment_learning": environment_learning(state, names),
     }
     plots = plot_run(out, state, names, cfg.schedule.cycles)
     (out / "report.md").write_text(_markdown(report, names, plots))
@@ -104,7 +107,8 @@ def _pm(m, s, digits=1) -> str:
 def _markdown(r: dict, names, plots: list[str]) -> str:
     lines = [f"# {r['method']} on {r['env']}", "",
              f"{r['seeds']} seed(s) from {r['first_seed']}; {r['env_steps']:,} env steps per seed, of which "
-             f"{r['scored_env_steps']:,} scored; {r['llm_calls']} LLM calls; {r['wall_seconds']:.0f} s wall time.", "",
+             f"{r['scored_env_steps']:,} scored; {r['llm_calls']} LLM calls ({r['llm_seconds']:.0f} s); "
+             f"{r['wall_seconds']:.0f} s wall time.", "",
              "| model | LLM calls | score % | reward | scored episodes per seed |", "|---|---|---|---|---|",
              f"| this run: {r['method']} | {r['llm_calls']} | {_pm(r['score'], r['score_std'])} | "
              f"{_pm(r['reward'], r['reward_std'])} | {', '.join(str(e) for e in r['episodes_per_seed'])} |"]
@@ -131,8 +135,58 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
                     changed = {k: v for sec in c.values() for k, v in sec.items()}
                     lines.append(f"- `{json.dumps(changed)}`: {p[:200]}")
             lines.append("")
+    if r["environment_learning"]:
+        lines += ["", *environment_learning_markdown(r["environment_learning"], names,
+                                                     "## Learning inside each LLM environment")]
     lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def environment_learning(state, names) -> list[dict]:
+    """Per cycle and LLM environment: what the agent did inside that environment while training in it.
+
+    From the cycle's LLM-environment phase (bank row 1 + i is the i-th LLM environment, designers in order): per seed,
+    success rates pooled over the episodes that finished in that row; then the mean over the seeds that finished any
+    (with one designer per seed, a row is only run by its own seed)."""
+    out = []
+    for entry in state.env_learning:
+        design = next(d for d in state.designs if d["cycle"] == entry["cycle"])
+        stats = RowStats(**{k: np.asarray(v) for k, v in entry["stats"].items()})
+        rates = 100 * success_rates(stats)                              # [S, K, A]
+        returns = mean_or_nan(stats.return_sum, stats.episodes)         # [S, K]
+        envs = [{"purpose": p, "config": c} for d in design["designers"] for p, c in zip(d["purposes"], d["configs"])]
+        for row, env in enumerate(envs, start=1):
+            with _quiet():  # a row no seed finished an episode in stays None
+                success, reward = np.nanmean(rates[:, row], axis=0), np.nanmean(returns[:, row])
+            env.update(row=row, episodes_per_seed=np.asarray(stats.episodes)[:, row].tolist(), reward=_f(reward),
+                       success={n: _f(v) for n, v in zip(names, success)})
+        out.append({"cycle": entry["cycle"], "phase": entry["phase"], "environments": envs})
+    return out
+
+
+def environment_learning_markdown(entries: list[dict], names, title: str) -> list[str]:
+    """report.md's (and study.md's) section: per cycle, each LLM environment and the agent's success inside it."""
+    lines = [title, "",
+             "Success (%) in each LLM environment itself, from the training episodes that finished in it during the "
+             "cycle: per seed pooled over those episodes, then the mean over seeds. Episodes still running when the "
+             "phase ended are not counted, so few episodes (long ones cut off) make a rate noisy and favour short "
+             "episodes.", ""]
+    for entry in entries:
+        lines.append(f"Cycle {entry['cycle'] + 1} ({entry['phase']} phase):")
+        lines.append("")
+        for i, env in enumerate(entry["environments"], start=1):
+            changed = {k: v for sec in env["config"].values() for k, v in sec.items()}
+            reward = "n/a" if env["reward"] is None else f"{env['reward']:.1f}"
+            lines.append(f"{i}. `{json.dumps(changed)}`, episodes per seed "
+                         f"{', '.join(map(str, env['episodes_per_seed']))}, reward {reward}: {env['purpose'][:160]}")
+        envs = entry["environments"]
+        lines += ["", "| achievement | " + " | ".join(f"env {i}" for i in range(1, len(envs) + 1)) + " |",
+                  "|---" * (len(envs) + 1) + "|"]
+        for n in sorted(names):
+            cells = ["n/a" if e["success"].get(n) is None else f"{e['success'][n]:.1f}" for e in envs]
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
 
 
 def plot_run(out: Path, state, names, cycles: int) -> list[str]:

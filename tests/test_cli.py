@@ -8,7 +8,7 @@ from PIL import Image
 from envgen_jax.cli import build_parser, main
 
 
-@pytest.mark.parametrize("command", [[], ["validate"], ["render"], ["settings"], ["train"], ["llm"],
+@pytest.mark.parametrize("command", [[], ["validate"], ["render"], ["settings"], ["train"], ["study"], ["llm"],
                                      ["llm", "generate"]])
 def test_help_reads_like_documentation(command, capsys):
     with pytest.raises(SystemExit) as exit_info:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,6 +88,37 @@ def test_score_is_the_crafter_score_of_pooled_rates(envgen_run):
     assert report["episodes_per_seed"] == np.asarray(scored["episodes"]).tolist()
     returns = np.asarray(scored["return_sum"]) / np.asarray(scored["episodes"])
     assert report["reward"] == pytest.approx(returns.mean())
+
+
+def test_report_shows_learning_inside_each_llm_environment(envgen_run):
+    out, report, _ = envgen_run
+    learning = report["environment_learning"]
+    assert [e["cycle"] for e in learning] == [0, 1] and report["llm_seconds"] > 0
+    chunks = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    for entry, design in zip(learning, report["environments"]):
+        envs = entry["environments"]
+        assert [e["purpose"] for e in envs] == design["designers"][0]["purposes"] and entry["phase"] == "llm"
+        assert all(set(e["success"]) == set(report["achievements"]) for e in envs)
+        # Every episode that ended in the cycle's LLM phase is counted in exactly one LLM environment.
+        in_phase = np.sum([c["episodes_per_seed"] for c in chunks if c["cycle"] == entry["cycle"]
+                           and c["phase"] == "llm"], axis=0)
+        assert np.sum([e["episodes_per_seed"] for e in envs], axis=0).tolist() == in_phase.tolist()
+    assert "## Learning inside each LLM environment" in (out / "report.md").read_text()
+
+
+def test_a_checkpoint_from_before_the_new_loop_fields_still_resumes(envgen_run, tmp_path):
+    from envgen_jax.loop import latest_checkpoint
+    out, report, _ = envgen_run
+    shutil.copytree(out, tmp_path / "run")
+    meta_path = latest_checkpoint(tmp_path / "run") / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    for field in ("env_learning", "llm_seconds"):
+        del meta["loop"][field]
+    meta_path.write_text(json.dumps(meta))
+    (tmp_path / "run" / "report.json").unlink()
+    resumed = EnvGenRun.resume(tmp_path / "run", log=lambda s: None).run()  # the plan is done: only the report
+    assert resumed["score_per_seed"] == report["score_per_seed"]
+    assert resumed["environment_learning"] == [] and resumed["llm_seconds"] == 0.0
 
 
 def test_plans_of_every_method():
@@ -206,8 +238,9 @@ def test_kill_9_anywhere_then_resume_gives_the_same_report(tmp_path):
 
     a = json.loads((tmp_path / "whole" / "report.json").read_text())
     b = json.loads((run / "report.json").read_text())
-    for report in (a, b):
+    for report in (a, b):  # time taken differs
         report.pop("wall_seconds")
+        report.pop("llm_seconds")
     assert a == b
     lines_a = (tmp_path / "whole" / "metrics.jsonl").read_text().splitlines()
     lines_b = (run / "metrics.jsonl").read_text().splitlines()

@@ -1,0 +1,167 @@
+"""`envgen-jax study` end to end at tiny size: two methods x two seeds, a failure then a resume, the statistics
+against plain numpy, and bad input."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import stdtr
+
+from envgen_jax.cli import main
+from envgen_jax.loop import EnvGenRun
+from envgen_jax.study import RESAMPLES, RNG_SEED, difference, mean_ci, reconcile, resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = [
+    "schedule.cycles=1", "schedule.llm_env_steps=512", "schedule.original_env_steps=256",
+    "schedule.final_steps=2048", "schedule.envs_per_call=2", "schedule.llm_episode_length=32",
+    "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
+    "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
+    "output.progress=false", "output.tensorboard=false", "output.pictures=false",
+]
+ARGS = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", "ppo,random", "--seeds", "2",
+        *sum([["--set", s] for s in TINY], [])]
+# What may differ between two builds of the same study: time taken, and which sessions ran where.
+VARYING = ("llm_seconds", "train_seconds", "wall_seconds", "sessions")
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study") / "s"
+    assert main([*ARGS, "--out", str(out)]) == 0
+    return out, json.loads((out / "study.json").read_text())
+
+
+def _comparable(study: dict) -> dict:
+    study = {k: v for k, v in study.items() if k != "environment"}
+    study["methods"] = {m: {k: v for k, v in r.items() if k not in VARYING} for m, r in study["methods"].items()}
+    return study
+
+
+def test_study_runs_every_method_alike_and_compares_them(study):
+    out, data = study
+    for name in ["study.yaml", "study.json", "study.md", "study_scores.png", "study_curves.png",
+                 "study_success_by_cycle.png", "ppo/report.json", "random/report.json", "random/sessions.jsonl"]:
+        assert (out / name).is_file(), name
+    assert list(data["methods"]) == ["ppo", "random"] and data["study"]["seeds"] == 2
+    for method, r in data["methods"].items():
+        report = json.loads((out / method / "report.json").read_text())
+        assert r["status"] == "finished" and report["method"] == method and report["seeds"] == 2
+        assert r["env_steps"] == data["study"]["env_steps_per_seed"] == 512 + 256 + 2048  # same steps everywhere
+        assert r["score"]["per_seed"] == report["score_per_seed"] and len(r["score"]["per_seed"]) == 2
+        assert r["reward"]["per_seed"] == report["reward_per_seed"]
+        assert 0.0 <= r["stale_restarts"]["share"] <= 1.0 and r["train_seconds"] > 0
+        assert [e["after"] for e in r["evaluations"]] == ["cycle 1", "final"]
+    assert data["methods"]["ppo"]["vs_ppo"] is None and data["methods"]["random"]["vs_ppo"]["score"]["difference"] \
+        == pytest.approx(data["methods"]["random"]["score"]["mean"] - data["methods"]["ppo"]["score"]["mean"])
+    # Per-environment learning: random's two environments of cycle 1, their episodes from its LLM phase.
+    learning = data["methods"]["random"]["environment_learning"]
+    assert len(learning) == 1 and len(learning[0]["environments"]) == 2
+    chunks = [json.loads(x) for x in (out / "random" / "metrics.jsonl").read_text().splitlines()]
+    in_llm_envs = np.sum([c["episodes_per_seed"] for c in chunks if c["phase"] == "llm"], axis=0)
+    assert np.sum([e["episodes_per_seed"] for e in learning[0]["environments"]], axis=0).tolist() == \
+        in_llm_envs.tolist()
+    assert data["methods"]["ppo"]["environment_learning"] == []
+    md = (out / "study.md").read_text()
+    for text in ["| ppo | finished |", "| random | finished |", "Welch's two-sided t-test", "### random",
+                 "## Success per achievement", "stale restarts", data["environment"]["commit"][:12]]:
+        assert text in md, text
+
+
+def _numpy_stats(x, r):
+    """The study's statistics, recomputed with plain numpy (scipy only for the t distribution's tail)."""
+    x, r = np.asarray(x, float), np.asarray(r, float)
+    rng = np.random.default_rng(RNG_SEED)
+    ci_x = np.quantile(x[rng.integers(0, len(x), (RESAMPLES, len(x)))].mean(axis=1), [0.025, 0.975])
+    rng = np.random.default_rng(RNG_SEED)
+    boot = (x[rng.integers(0, len(x), (RESAMPLES, len(x)))].mean(axis=1)
+            - r[rng.integers(0, len(r), (RESAMPLES, len(r)))].mean(axis=1))
+    vx, vr = x.var(ddof=1) / len(x), r.var(ddof=1) / len(r)
+    t = (x.mean() - r.mean()) / np.sqrt(vx + vr)
+    df = (vx + vr) ** 2 / (vx ** 2 / (len(x) - 1) + vr ** 2 / (len(r) - 1))
+    return {"mean": x.mean(), "std": x.std(), "ci95": ci_x, "difference": x.mean() - r.mean(),
+            "diff_ci95": np.quantile(boot, [0.025, 0.975]), "t": t, "df": df, "p": 2 * stdtr(df, -abs(t))}
+
+
+def _check(x, r):
+    expected, got, diff = _numpy_stats(x, r), mean_ci(x), difference(x, r)
+    assert got["mean"] == pytest.approx(expected["mean"]) and got["std"] == pytest.approx(expected["std"])
+    assert got["ci95"] == pytest.approx(expected["ci95"])
+    assert diff["difference"] == pytest.approx(expected["difference"])
+    assert diff["ci95"] == pytest.approx(expected["diff_ci95"])
+    assert (diff["t"], diff["df"], diff["p_value"]) == pytest.approx((expected["t"], expected["df"], expected["p"]))
+
+
+def test_statistics_equal_plain_numpy(study):
+    _check([10.0, 12.5, 11.0, 14.0], [9.0, 9.5, 11.0, 8.0])
+    _check([3.0, 5.0, 4.0], [1.0, 2.0, 2.5, 2.0, 0.5])
+    _, data = study  # and the study's own numbers, from its per-seed scores
+    for key in ("score", "reward"):
+        x, r = (data["methods"][m][key]["per_seed"] for m in ("random", "ppo"))
+        expected = _numpy_stats(x, r)
+        assert data["methods"]["random"][key]["ci95"] == pytest.approx(expected["ci95"])
+        assert data["methods"]["random"]["vs_ppo"][key]["p_value"] == pytest.approx(expected["p"])
+
+
+def test_statistics_say_why_they_are_missing():
+    one = mean_ci([12.0, None])  # a seed without a finished scored episode is left out, not counted as 0
+    assert one["n"] == 1 and one["mean"] == 12.0 and one["ci95"] is None and "2 or more" in one["ci_note"]
+    same = mean_ci([5.0, 5.0, 5.0])
+    assert same["ci95"] is None and same["std"] == 0.0 and "same value" in same["ci_note"]
+    d = difference([5.0, 5.0], [3.0, 3.0])
+    assert d["difference"] == 2.0 and d["p_value"] is None and d["ci95"] is None and "no spread" in d["note"]
+    d = difference([5.0], [3.0, 4.0])
+    assert d["p_value"] is None and "need 2 or more" in d["note"]
+
+
+def test_a_failed_method_does_not_stop_the_study_and_the_rerun_resumes_it(study, tmp_path, monkeypatch, capsys):
+    out, data = study
+    rerun = tmp_path / "s"
+    shutil.copytree(out, rerun, ignore=shutil.ignore_patterns("ppo"))  # ppo has to train again; random is done
+
+    original = EnvGenRun._evaluate
+
+    def crash_at_the_end(self, ts, cycle, bar):  # after the cycle-boundary checkpoint, during the final phase
+        if cycle == self.cfg.schedule.cycles:
+            raise RuntimeError("simulated crash")
+        return original(self, ts, cycle, bar)
+
+    monkeypatch.setattr(EnvGenRun, "_evaluate", crash_at_the_end)
+    assert main([*ARGS, "--out", str(rerun)]) == 2
+    captured = capsys.readouterr()
+    assert "error: ppo failed (RuntimeError: simulated crash)" in captured.err
+    assert "random: finished earlier" in captured.out  # the next method still ran
+    failed = json.loads((rerun / "study.json").read_text())
+    assert failed["methods"]["ppo"]["status"] == "failed" and failed["methods"]["random"]["status"] == "finished"
+
+    monkeypatch.setattr(EnvGenRun, "_evaluate", original)
+    assert main([*ARGS, "--out", str(rerun)]) == 0
+    assert "[ppo] resuming" in capsys.readouterr().out
+    assert _comparable(json.loads((rerun / "study.json").read_text())) == _comparable(data)
+    def chunks(run):  # metrics.jsonl without its timings: the resumed run dropped what followed its checkpoint
+        return [{k: v for k, v in json.loads(line).items() if k not in ("steps_per_second", "seconds")}
+                for line in (run / "ppo" / "metrics.jsonl").read_text().splitlines()]
+
+    assert chunks(rerun) == chunks(out)
+    assert [s["action"] for s in map(json.loads, (rerun / "ppo" / "sessions.jsonl").read_text().splitlines())] == \
+        ["start", "resume"]
+
+
+def test_bad_input_and_changed_settings_are_clear_errors(study, tmp_path, capsys):
+    out, _ = study
+    before = (out / "study.json").read_text()
+    assert main([*ARGS[:3], "--methods", "ppo,magic", "--out", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert "'magic' is not a method; allowed: ppo, envgen, fixed, random, easy_to_hard, adversarial" in err
+    assert not (tmp_path / "x").exists()
+    assert main([*ARGS, "--seeds", "3", "--out", str(out)]) == 1
+    assert f"seeds: the study in {out} has 2, this command gives 3" in capsys.readouterr().err
+    dropped = [a if a != "ppo,random" else "ppo" for a in ARGS]
+    assert main([*dropped, "--out", str(out)]) == 1
+    assert "a rerun may only add methods" in capsys.readouterr().err
+    assert (out / "study.json").read_text() == before  # nothing was touched
+    # Adding a method keeps the study's own settings and order.
+    settings = resolve(ROOT / "configs" / "smoke.yaml", ["random", "fixed", "ppo"], 2, TINY)
+    assert reconcile(settings, out).methods == ("ppo", "random", "fixed")
