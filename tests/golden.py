@@ -1,0 +1,111 @@
+"""Golden runs: tiny CPU runs whose report.json and metrics.jsonl (timing fields left out) were recorded with the code
+before the reshaping (commit f3eee0f), and a run directory that code left behind mid-run.
+
+    PYTHONPATH=. JAX_PLATFORMS=cpu python -m tests.golden write     # re-record (only on purpose: it is the reference)
+
+The recorded files live in tests/data/golden/. `tests/test_golden.py` re-runs each case with today's code and
+compares, and resumes the old run directory (`old_run/`, made by the old code, killed in cycle 2's LLM phase) to the
+same report as the uninterrupted envgen case.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
+OLD_RUN = GOLDEN / "old_run"
+
+TINY = [
+    "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
+    "schedule.final_steps=512", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",
+    "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
+    "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
+    "output.progress=false", "output.pictures=false", "output.tensorboard=false",
+]
+LLM = ["llm.backend=openai", "llm.model=fake", "llm.max_retries=0"]
+CASES = {  # name -> overrides of configs/smoke.yaml
+    "random": TINY + ["method=random"],
+    "ppo": TINY + ["method=ppo"],
+    "envgen": TINY + LLM,
+}
+TIMING_REPORT = ("wall_seconds", "llm_seconds")
+TIMING_METRICS = ("steps_per_second", "seconds")
+KILL_AT_CHUNK = 6  # cycle 1: 2 + 2 chunks; cycle 2: LLM step, then chunk 5 of the LLM phase is the last checkpointed
+
+
+def responder(request: dict) -> str:
+    """An LLM whose answer depends only on the conversation, so a resumed run asks and hears the same."""
+    from envgen_jax.envs.crafter import CrafterConfig
+    from envgen_jax.llm.testing import asked_count, design_json, varied_configs
+    turns = sum(m["role"] == "user" for m in request["messages"])
+    return design_json(varied_configs(CrafterConfig, asked_count(request, 2), offset=turns))
+
+
+def client():
+    from envgen_jax.llm.testing import ScriptedClient
+    return ScriptedClient(default=responder)
+
+
+def strip_report(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k not in TIMING_REPORT}
+
+
+def strip_metrics(text: str) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k not in TIMING_METRICS} for line in text.splitlines()]
+
+
+def read_outputs(out: Path) -> tuple[dict, list[dict]]:
+    return (strip_report(json.loads((out / "report.json").read_text())),
+            strip_metrics((out / "metrics.jsonl").read_text()))
+
+
+def expected(name: str) -> tuple[dict, list[dict]]:
+    return (json.loads((GOLDEN / f"{name}.report.json").read_text()),
+            json.loads((GOLDEN / f"{name}.metrics.json").read_text()))
+
+
+def _write(out_root: Path) -> None:
+    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run_config import load_run_config
+
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, overrides in CASES.items():
+        out = out_root / name
+        cfg = load_run_config(ROOT / "configs" / "smoke.yaml", overrides)
+        EnvGenRun(cfg, out, log=lambda s: None, llm_client=client()).run()
+        report, metrics = read_outputs(out)
+        (GOLDEN / f"{name}.report.json").write_text(json.dumps(report, indent=1, sort_keys=True))
+        (GOLDEN / f"{name}.metrics.json").write_text(json.dumps(metrics, indent=1))
+        print(name, "recorded", file=sys.stderr)
+
+    class Killed(BaseException):
+        pass
+
+    class KilledRun(EnvGenRun):  # the old code, stopped as a kill would stop it (no clean-up, no report)
+        chunks = 0
+
+        def _record_chunk(self, *a, **k):
+            KilledRun.chunks += 1
+            if KilledRun.chunks == KILL_AT_CHUNK:
+                raise Killed()
+            return super()._record_chunk(*a, **k)
+
+    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", CASES["envgen"] + ["output.checkpoint_minutes=0"])
+    shutil.rmtree(OLD_RUN, ignore_errors=True)
+    try:
+        KilledRun(cfg, OLD_RUN, log=lambda s: None, llm_client=client()).run()
+    except Killed:
+        pass
+    print("old run directory recorded:", sorted(p.name for p in (OLD_RUN / "checkpoints").iterdir()), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["write"]:
+        sys.exit("usage: python -m tests.golden write")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        _write(Path(tmp))
