@@ -141,7 +141,9 @@ def run_method(args, method: str, runs_dir: Path, log) -> dict:
     from benchmarks.common import environment
     (out / META).write_text(json.dumps({"method": method, "llm": llm, "overrides": run_overrides(args),
                                         "cpu_tiny": args.cpu_tiny, "environment": environment()}, indent=2))
-    prefix = lambda m: log(f"  [{method}] {m}")  # noqa: E731
+    from envgen_jax.run_log import Prefixed, configure_console
+    configure_console()
+    prefix = Prefixed(f"  [{method}] ")
     if latest_checkpoint(out) is not None:
         run = EnvGenRun.resume(out, log=prefix, llm_client=client)
     else:

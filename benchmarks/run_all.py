@@ -8,7 +8,7 @@ Parts (`--parts envs,training,e2e`, default all three):
   training  the PPO trainer (Craftax-baseline PPO: 64 steps x 4 epochs x 8 minibatches, 3 x 512 MLP) vs env-only
             stepping of the same VecEnv (the limit), homogeneous vs heterogeneous bank, at each `--envs` count,
             AOT compile time apart (bench_training.py).
-  e2e       the whole EnvGen run (`envgen_jax.loop.EnvGenRun`) of `--config` (default configs/crafter_envgen.yaml:
+  e2e       the whole EnvGen run (`envgen_jax.loop.EnvGenRun`, timed through its callbacks) of `--config` (default configs/crafter_envgen.yaml:
             4 cycles x (LLM step, 0.12M steps in LLM envs, 0.12M in Crafter, evaluation) + 1M scored steps =
             1.96M steps per seed, rounded up to whole chunks) for each `--seeds` count (vmapped seeds), wall time
             from building the run to its report, compile included (no persistent compilation cache), with the time
@@ -190,41 +190,24 @@ class _Clock:
             self.timer.category = self.stack[-1][0] if self.stack else "other"
 
 
-def timed_run_class():
-    from envgen_jax.loop import EnvGenRun
+def timing_callbacks(clock: "_Clock"):
+    """Loop callbacks that time the run's sections (init, llm, train, evaluate, checkpoint) on `clock`."""
+    from envgen_jax.loop import Callbacks
 
-    class TimedRun(EnvGenRun):
-        """EnvGenRun, unchanged, with its phases timed (instrumentation only)."""
+    class Timing(Callbacks):
+        def section(self, name: str):
+            return clock(name)
 
-        clock: _Clock
-
-        def _initial_train_state(self):
-            with self.clock("init"):
-                return jax.block_until_ready(super()._initial_train_state())
-
-        def _design(self, *a, **k):
-            with self.clock("llm"):
-                return super()._design(*a, **k)
-
-        def _train(self, *a, **k):
-            with self.clock("train"):
-                return jax.block_until_ready(super()._train(*a, **k))
-
-        def _evaluate(self, *a, **k):
-            with self.clock("evaluate"):
-                return super()._evaluate(*a, **k)
-
-        def _checkpoint(self, *a, **k):
-            with self.clock("checkpoint"):
-                return super()._checkpoint(*a, **k)
-
-    return TimedRun
+    return Timing()
 
 
 def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
     from envgen_jax.envs import registry
+    from envgen_jax.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
+    from envgen_jax.run_log import Prefixed, configure_console
 
+    configure_console()
     overrides = [*(TINY_E2E if args.cpu_tiny else []), *E2E_QUIET, *args.overrides, f"seeds={seeds}"]
     if args.llm != "config":
         overrides += ["llm.backend=openai", "llm.model=scripted"]
@@ -235,7 +218,6 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     timer = CompileTimer()
     clock = _Clock(timer)
-    TimedRun = timed_run_class()
     s = cfg.schedule
     nominal = s.cycles * (s.llm_env_steps + s.original_env_steps) + s.final_steps
     log(f"e2e: {seeds} seed(s), {cfg.method} on {cfg.env}, {nominal:,} nominal steps per seed, "
@@ -243,8 +225,8 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
     with timer:
         start = time.perf_counter()
         with clock("build"):
-            run = TimedRun(cfg, out, log=lambda m: log(f"  [{seeds} seed(s)] {m}"), llm_client=client)
-            run.clock = clock
+            run = EnvGenRun(cfg, out, log=Prefixed(f"  [{seeds} seed(s)] "), llm_client=client,
+                            callbacks=timing_callbacks(clock))
         report = run.run()
         wall = time.perf_counter() - start
     chunks = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]

@@ -15,20 +15,20 @@ import argparse
 import sys
 from typing import Callable
 
+from envgen_jax import games
+from envgen_jax.run_log import configure_console
 from envgen_jax.schema import ConfigError
 
-ENVS = ("crafter", "heist")
+ENVS = games.NAMES
 
 
 def _read_configs(args) -> list:
     """The file's configurations, checked against the schema and (Heist) against the chosen mode's world size."""
     from envgen_jax.envs.registry import read_config_file
     configs = read_config_file(args.file, args.env)
-    if args.env == "heist":
-        from envgen_jax.envs.heist.config import WORLD_DIMS
-        problems = [p for i, c in enumerate(configs) for p in c.fit_problems(WORLD_DIMS[args.heist_mode], f"[{i}]")]
-        if problems:
-            raise ConfigError(problems)
+    problems = games.get(args.env).mode_problems(configs, args.heist_mode)
+    if problems:
+        raise ConfigError(problems)
     return configs
 
 
@@ -42,12 +42,7 @@ def cmd_validate(args) -> int:
 
 def cmd_render(args) -> int:
     configs = _read_configs(args)
-    if args.env == "crafter":
-        from envgen_jax.envs.crafter.render import save_world_pictures
-        path = save_world_pictures(configs, args.out, seed=args.seed)
-    else:
-        from envgen_jax.envs.heist import render_levels
-        path = render_levels(configs, args.out, seed=args.seed, mode=args.heist_mode)
+    path = games.get(args.env).render(configs, args.out, seed=args.seed, mode=args.heist_mode)
     print(f"wrote {path} ({len(configs)} world{'s' * (len(configs) != 1)}, seed {args.seed})")
     return 0
 
@@ -117,6 +112,7 @@ def _optional_commands() -> list[Callable]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    configure_console()
     try:
         return args.handler(args)
     except ConfigError as e:

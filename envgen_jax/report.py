@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from envgen_jax.trainer.metrics import RowStats, crafter_score, mean_or_nan, subtask_score, success_rates
+from envgen_jax import games
+from envgen_jax.trainer.metrics import RowStats, mean_or_nan, success_rates
 from envgen_jax.trainer.metrics import _quiet_nan as _quiet
 
 PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
@@ -35,14 +36,6 @@ def _ms(values) -> tuple[float, float]:
     return (float(v.mean()), float(v.std())) if v.size else (float("nan"), float("nan"))
 
 
-SCORE_DEFINITIONS = {
-    "crafter": "Crafter score: per seed, success rates pooled over every episode that finished in the scored (final) "
-               "phase, S = exp(mean_i ln(1 + s_i)) - 1 over the 22 achievements; then mean +/- population std over "
-               "seeds",
-    "heist": "Heist score (ours; the paper's definition is unpublished): the Crafter formula over Heist's subtasks "
-             "(collect each key, open each lock, collect the gem), each rate over the scored-phase episodes whose "
-             "level offered that subtask, subtasks never offered left out; then mean +/- population std over seeds",
-}
 
 
 def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
@@ -52,7 +45,7 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
                 "reward_std": None, "achievements": {}, "achievements_std": {}}
     stats = RowStats(**{k: None if v is None else np.asarray(v) for k, v in scored.items()})
     rates = success_rates(stats)                      # [S, A], NaN for a seed with no finished episode
-    scores = crafter_score(rates) if env == "crafter" else subtask_score(rates)  # [S]
+    scores = games.get(env).score(rates)  # [S]
     rewards = mean_or_nan(stats.return_sum, stats.episodes)
     score_m, score_s = _ms(scores)
     reward_m, reward_s = _ms(rewards)
@@ -68,25 +61,25 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
     }
 
 
-def write_report(run) -> dict:
-    """Write report.json, report.md and the plots of a finished run; returns the report dict."""
-    import time
-    out, cfg, state = run.out, run.cfg, run.state
-    names = list(run.env.achievement_names)
+def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_seconds: float) -> dict:
+    """Write report.json, report.md and the plots of a finished run from its data: the run configuration, the loop
+    state (`envgen_jax.loop.LoopState`), the achievement names, the steps of the scored phase and the wall time.
+    Returns the report dict."""
+    out, names, game = Path(out), list(names), games.get(cfg.env)
     summary = scored_summary(state.scored, names, cfg.env)
     final_eval = next((e for e in reversed(state.evals) if e.get("final")), None)
     report = {
         "method": cfg.method, "env": cfg.env, "seeds": cfg.seeds, "first_seed": cfg.seed,
         **summary,
         # The Crafter score under its own name, as the paper reports it (None for other games).
-        "crafter_score": summary["score"] if cfg.env == "crafter" else None,
-        "crafter_score_std": summary["score_std"] if cfg.env == "crafter" else None,
-        "score_definition": SCORE_DEFINITIONS[cfg.env],
+        "crafter_score": summary["score"] if game.score_is_crafter else None,
+        "crafter_score_std": summary["score_std"] if game.score_is_crafter else None,
+        "score_definition": game.score_definition,
         "llm_calls": state.llm_calls,
         "llm_seconds": state.llm_seconds,
         "env_steps": state.env_steps,
-        "scored_env_steps": sum(p.updates for p in run.plan if p.where == "final") * cfg.steps_per_update,
-        "wall_seconds": state.wall_seconds + (time.monotonic() - run._session_start),
+        "scored_env_steps": scored_env_steps,
+        "wall_seconds": wall_seconds,
         "final_evaluation": final_eval,
         "cycle_evaluations": [e for e in state.evals if not e.get("final")],
         "environments": state.designs,
@@ -112,7 +105,7 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
              "| model | LLM calls | score % | reward | scored episodes per seed |", "|---|---|---|---|---|",
              f"| this run: {r['method']} | {r['llm_calls']} | {_pm(r['score'], r['score_std'])} | "
              f"{_pm(r['reward'], r['reward_std'])} | {', '.join(str(e) for e in r['episodes_per_seed'])} |"]
-    if r["env"] == "crafter":
+    if games.get(r["env"]).score_is_crafter:
         lines += ["", "For reference, the paper's Table 1 (PPO agent, 4M params, pixels, 1M scored steps):", "",
                   "| model | score % | reward |", "|---|---|---|"]
         lines += [f"| {m} | {s} | {w} |" for m, s, w in PAPER_TABLE1]

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Sequence
 
 from envgen_jax.config_io import apply_overrides, from_mapping, load_yaml, to_mapping
+from envgen_jax import games, methods
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.ppo import PPOConfig
 
-METHODS = ("envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random")
-ENVS = ("crafter", "heist")
+METHODS = methods.METHODS
+ENVS = games.NAMES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +146,7 @@ class RunConfig:
 
     @property
     def uses_llm(self) -> bool:
-        return self.method in ("envgen", "fixed", "easy_to_hard", "adversarial")
+        return methods.uses_llm(self.method)
 
     @property
     def steps_per_update(self) -> int:

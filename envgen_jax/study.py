@@ -37,6 +37,8 @@ from envgen_jax.loop import EnvGenRun, build_plan, latest_checkpoint
 from envgen_jax.provenance import environment
 from envgen_jax.report import PAPER_TABLE1, environment_learning_markdown
 from envgen_jax.run_config import METHODS, RunConfig, load_run_config
+from envgen_jax import games
+from envgen_jax.run_log import Prefixed
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import _quiet_nan
 
@@ -233,7 +235,7 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
     if (run_dir / "report.json").exists():
         log(f"{method}: finished earlier ({run_dir / 'report.md'})")
         return False
-    prefix = lambda message: log(f"[{method}] {message}")  # noqa: E731
+    prefix = Prefixed(f"[{method}] ")
     resumed = latest_checkpoint(run_dir) is not None
     if resumed:
         run = EnvGenRun.resume(run_dir, log=prefix, llm_client=llm_client)
@@ -344,7 +346,7 @@ def markdown(study: dict, plots: list[str]) -> str:
     s, env, ref = study["study"], study["environment"], study["reference"]
     methods = study["methods"]
     done = {m: r for m, r in methods.items() if r["status"] == "finished"}
-    score_name = "Crafter score" if s["env"] == "crafter" else "score"
+    score_name = games.get(s["env"]).score_name
     lines = [f"# Does EnvGen help? {len(methods)} methods on {s['env']}, {s['seeds']} seeds each", "",
              f"Every method: the same agent ({_agent(s['run'])}), {s['env_steps_per_seed']:,} env steps per seed, of "
              f"which {s['scored_env_steps_per_seed']:,} are scored in the original game, seeds {s['first_seed']} to "
@@ -386,7 +388,7 @@ def markdown(study: dict, plots: list[str]) -> str:
     lines += [""] + [f"- {n}" for n in notes] + ([""] if notes else [])
     lines += [f"Std: {STATISTICS['std']}. CI: {STATISTICS['ci']}. Difference: {STATISTICS['difference']}. "
               f"p: {STATISTICS['test']}.", ""]
-    if s["env"] == "crafter":
+    if games.get(s["env"]).score_is_crafter:
         lines += ["The paper (4M-parameter IMPALA CNN on pixels; Tables 1 and 3): "
                   + "; ".join(f"{m}: {sc} / {rw}" for m, sc, rw in PAPER_TABLE1[1:])
                   + "; Fixed 29.9 +/- 0.9 / 12.6 +/- 0.8; Easy-to-Hard 26.8 +/- 1.5 / 12.7 +/- 0.7; Adversarial "

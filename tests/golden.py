@@ -1,7 +1,7 @@
 """Golden runs: tiny CPU runs whose report.json and metrics.jsonl (timing fields left out) were recorded with the code
 before the reshaping (commit f3eee0f), and a run directory that code left behind mid-run.
 
-    PYTHONPATH=. JAX_PLATFORMS=cpu python -m tests.golden write     # re-record (only on purpose: it is the reference)
+    PYTHONPATH=. JAX_PLATFORMS=cpu python -m tests.golden write     # re-record, at commit f3eee0f only: it is the reference
 
 The recorded files live in tests/data/golden/. `tests/test_golden.py` re-runs each case with today's code and
 compares, and resumes the old run directory (`old_run/`, made by the old code, killed in cycle 2's LLM phase) to the
@@ -76,7 +76,7 @@ def _write(out_root: Path) -> None:
     for name, overrides in CASES.items():
         out = out_root / name
         cfg = load_run_config(ROOT / "configs" / "smoke.yaml", overrides)
-        EnvGenRun(cfg, out, log=lambda s: None, llm_client=client()).run()
+        EnvGenRun(cfg, out, llm_client=client()).run()
         report, metrics = read_outputs(out)
         (GOLDEN / f"{name}.report.json").write_text(json.dumps(report, indent=1, sort_keys=True))
         (GOLDEN / f"{name}.metrics.json").write_text(json.dumps(metrics, indent=1))
@@ -97,7 +97,7 @@ def _write(out_root: Path) -> None:
     cfg = load_run_config(ROOT / "configs" / "smoke.yaml", CASES["envgen"] + ["output.checkpoint_minutes=0"])
     shutil.rmtree(OLD_RUN, ignore_errors=True)
     try:
-        KilledRun(cfg, OLD_RUN, log=lambda s: None, llm_client=client()).run()
+        KilledRun(cfg, OLD_RUN, llm_client=client()).run()
     except Killed:
         pass
     print("old run directory recorded:", sorted(p.name for p in (OLD_RUN / "checkpoints").iterdir()), file=sys.stderr)

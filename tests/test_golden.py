@@ -13,7 +13,7 @@ def _run(name, out):
     from envgen_jax.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     cfg = load_run_config(golden.ROOT / "configs" / "smoke.yaml", golden.CASES[name])
-    EnvGenRun(cfg, out, log=lambda s: None, llm_client=golden.client()).run()
+    EnvGenRun(cfg, out, llm_client=golden.client()).run()
     return golden.read_outputs(out)
 
 
@@ -45,6 +45,6 @@ def test_a_run_directory_from_the_old_code_resumes_to_the_same_report(tmp_path):
     from envgen_jax.loop import EnvGenRun
     run = tmp_path / "old_run"
     shutil.copytree(golden.OLD_RUN, run)
-    EnvGenRun.resume(run, log=lambda s: None, llm_client=golden.client()).run()
+    EnvGenRun.resume(run, llm_client=golden.client()).run()
     _check(golden.read_outputs(run), golden.expected("envgen"))
     assert (run / "checkpoints" / "latest").read_text().strip() in {p.name for p in (run / "checkpoints").iterdir()}

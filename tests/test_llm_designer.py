@@ -275,7 +275,7 @@ def test_spec_check_problems_are_repaired(tmp_path):
 
 
 def test_ask_sends_a_custom_turn_with_the_same_machinery(tmp_path):
-    from envgen_jax.llm import curricula
+    from envgen_jax.methods import adversarial, easy_to_hard
 
     designer, client, _ = make(tmp_path, ["not json", GOOD, GOOD_3, GOOD])
     configs, _ = designer.ask("Design 4 easy environments as JSON.", 4, kind="easy_to_hard")
@@ -284,9 +284,9 @@ def test_ask_sends_a_custom_turn_with_the_same_machinery(tmp_path):
     assert "expected" not in designer.messages[0]["content"]  # the repair turn stayed out of the conversation
     assert events(tmp_path)[-1]["kind"] == "easy_to_hard"
     # The loop's curricula go through `ask` and continue the conversation.
-    assert len(curricula.request(designer, "easy_to_hard", 1, 4, 3, None).configs) == 3
+    assert len(easy_to_hard.request(designer, 1, 4, 3).configs) == 3
     assert "stage 2 of 4" in client.calls[2]["messages"][-1]["content"]
-    assert len(curricula.request(designer, "adversarial", 2, 4, 4, SUCCESS).configs) == 4
+    assert len(adversarial.request(designer, 4, SUCCESS).configs) == 4
     assert "as hard as possible" in client.calls[3]["messages"][-1]["content"]
     with pytest.raises(LLMError, match="non-empty"):
         designer.ask("  ", 4)

@@ -36,7 +36,7 @@ def envgen_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("envgen_run")
     cfg = load_run_config(ROOT / "configs" / "smoke.yaml", TINY + ["llm.backend=openai", "llm.model=fake"])
     client = ScriptedClient(default=auto_reply(CrafterConfig))
-    report = EnvGenRun(cfg, out, log=lambda s: None, llm_client=client).run()
+    report = EnvGenRun(cfg, out, llm_client=client).run()
     return out, report, client
 
 
@@ -116,7 +116,7 @@ def test_a_checkpoint_from_before_the_new_loop_fields_still_resumes(envgen_run, 
         del meta["loop"][field]
     meta_path.write_text(json.dumps(meta))
     (tmp_path / "run" / "report.json").unlink()
-    resumed = EnvGenRun.resume(tmp_path / "run", log=lambda s: None).run()  # the plan is done: only the report
+    resumed = EnvGenRun.resume(tmp_path / "run").run()  # the plan is done: only the report
     assert resumed["score_per_seed"] == report["score_per_seed"]
     assert resumed["environment_learning"] == [] and resumed["llm_seconds"] == 0.0
 
@@ -254,7 +254,7 @@ def test_heist_runs_through_the_same_loop(tmp_path):
                           TINY + ["heist_mode=easy", "observation=symbolic", "ppo.network=mlp", "llm.backend=openai",
                                   "llm.model=fake", "schedule.original_env_steps=0"])
     client = ScriptedClient(default=auto_reply(HeistConfig))
-    report = EnvGenRun(cfg, tmp_path, log=lambda s: None, llm_client=client).run()
+    report = EnvGenRun(cfg, tmp_path, llm_client=client).run()
     assert report["env"] == "heist" and report["llm_calls"] == 2 and report["crafter_score"] is None
     assert set(report["achievements"]) == {"collect_key_blue", "collect_key_green", "collect_key_red",
                                            "open_lock_blue", "open_lock_green", "open_lock_red", "collect_gem"}
@@ -269,7 +269,7 @@ def test_per_seed_designers_and_mixed_slots(tmp_path):
                                   "llm.backend=openai", "llm.model=fake", "output.pictures=false",
                                   "output.tensorboard=false"])
     client = ScriptedClient(default=auto_reply(CrafterConfig))
-    run = EnvGenRun(cfg, tmp_path, log=lambda s: None, llm_client=client)
+    run = EnvGenRun(cfg, tmp_path, llm_client=client)
     report = run.run()
     assert report["llm_calls"] == 4 == len(client.calls)  # 2 designers x 2 cycles
     assert all(len(d["designers"]) == 2 for d in report["environments"])

@@ -1,22 +1,16 @@
-"""The environments a designer can configure, looked up by name (`crafter`, `heist`)."""
+"""Configuration files of the games (`envgen_jax.games` holds each game's entry)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
 
 from envgen_jax.schema import ConfigError
 
-ENV_MODULES = {"crafter": "envgen_jax.envs.crafter", "heist": "envgen_jax.envs.heist"}
-CONFIG_CLASSES = {"crafter": "CrafterConfig", "heist": "HeistConfig"}
-
-
 def config_class(env_name: str):
-    if env_name not in ENV_MODULES:
-        raise ConfigError([f"env: {env_name!r} is not known; expected one of {', '.join(ENV_MODULES)}"])
-    return getattr(importlib.import_module(ENV_MODULES[env_name]), CONFIG_CLASSES[env_name])
+    from envgen_jax import games  # games imports this module's package lazily; keep the cycle out of import time
+    return games.get(env_name).config_cls
 
 
 def read_config_file(path: str | Path, env_name: str) -> list[Any]:
@@ -56,10 +50,5 @@ def read_config_file(path: str | Path, env_name: str) -> list[Any]:
 
 def make_env(env_name: str, observation: str = "symbolic", heist_mode: str = "hard"):
     """The single-environment object of a game (vmapped by `envs.vector.VecEnv`)."""
-    if env_name == "crafter":
-        from envgen_jax.envs.crafter import CrafterEnv
-        return CrafterEnv(observation=observation)
-    if env_name == "heist":
-        from envgen_jax.envs.heist import HeistEnv
-        return HeistEnv(mode=heist_mode, obs="pixels" if observation == "pixels" else "symbolic")
-    raise ConfigError([f"env: {env_name!r} is not known; expected one of {', '.join(ENV_MODULES)}"])
+    from envgen_jax import games
+    return games.get(env_name).make_env(observation, heist_mode)

@@ -1,0 +1,31 @@
+"""The methods a run compares (README "Methods and baselines"), one module each, behind one registry.
+
+A method is a module with:
+
+    NAME: str                 the `method:` value
+    USES_LLM: bool            whether its design step asks a language model
+    cycle_phases(cfg, c)      the phases of cycle c (design, train, ...), before the cycle's evaluation
+    design(ctx) -> list|dict  the design step of one cycle: per designer {"configs": [...], "purposes": [...]}, or a
+                              whole design record (e.g. `fixed` reusing cycle 1's)
+
+Adding a method is adding a module here and its name to `_MODULES`; the driver (`envgen_jax.loop`) does not change.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+_MODULES = ("envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random")
+METHODS: tuple[str, ...] = _MODULES
+
+
+def get(name: str) -> ModuleType:
+    """The module of method `name` (a name not in METHODS raises KeyError naming the allowed ones)."""
+    if name not in METHODS:
+        raise KeyError(f"{name!r} is not one of {', '.join(METHODS)}")
+    return importlib.import_module(f"envgen_jax.methods.{name}")
+
+
+def uses_llm(name: str) -> bool:
+    return get(name).USES_LLM

@@ -1,0 +1,24 @@
+"""Adversarial (Table 3): cycle 1 the generation prompt; later the LLM sees the success rates and is asked for
+environments as hard as possible for the skills the agent does best."""
+
+from envgen_jax.llm.prompts import PROMPTS_DIR, format_configs, format_success, output_format, render
+from envgen_jax.methods.base import llm_cycle
+
+NAME = "adversarial"
+USES_LLM = True
+cycle_phases = llm_cycle
+
+
+def request(designer, n: int, success):
+    if success is None:
+        return designer.generate(n)
+    spec = designer.spec
+    prompt = render((PROMPTS_DIR / "curriculum_adversarial.txt").read_text(encoding="utf-8"),
+                    "curriculum_adversarial.txt", ("success", "previous_configs", "output_format", "num_envs"),
+                    title=spec.title, num_envs=n, success=format_success(spec, success, order="strongest"),
+                    previous_configs=format_configs(designer.configs), output_format=output_format(spec, n))
+    return designer.ask(prompt, n, kind="adversarial")
+
+
+def design(ctx):
+    return ctx.ask_each(lambda d, success: request(d, ctx.n, success))

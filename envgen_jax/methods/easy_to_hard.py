@@ -1,0 +1,22 @@
+"""Easy-to-Hard (Table 3): every cycle the LLM is asked, with no success rates, for stage k of N of a curriculum from
+very easy to the original game (one continuing conversation)."""
+
+from envgen_jax.llm.prompts import PROMPTS_DIR, generation_prompt, output_format, render
+from envgen_jax.methods.base import llm_cycle
+
+NAME = "easy_to_hard"
+USES_LLM = True
+cycle_phases = llm_cycle
+
+
+def request(designer, cycle: int, cycles: int, n: int):
+    spec = designer.spec
+    stage = render((PROMPTS_DIR / "curriculum_easy_to_hard.txt").read_text(encoding="utf-8"),
+                   "curriculum_easy_to_hard.txt", ("stage", "stages", "output_format", "num_envs"),
+                   stage=cycle + 1, stages=cycles, title=spec.title, num_envs=n, output_format=output_format(spec, n))
+    prompt = generation_prompt(spec, n) + "\n\n" + stage if not designer.messages else stage
+    return designer.ask(prompt, n, kind="easy_to_hard")
+
+
+def design(ctx):
+    return ctx.ask_each(lambda d, success: request(d, ctx.cycle, ctx.cycles, ctx.n))

@@ -1,0 +1,13 @@
+"""Fixed (Table 3): the first cycle's LLM environments in every cycle, no feedback."""
+
+from envgen_jax.methods.base import llm_cycle
+
+NAME = "fixed"
+USES_LLM = True
+cycle_phases = llm_cycle
+
+
+def design(ctx):
+    if ctx.cycle > 0:  # a whole record: cycle 1's environments again
+        return dict(ctx.previous[0], cycle=ctx.cycle, reused=True)
+    return ctx.ask_each(lambda d, success: d.generate(ctx.n))

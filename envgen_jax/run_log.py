@@ -1,0 +1,107 @@
+"""A run's records: metrics.jsonl (one line per compiled chunk) and TensorBoard scalars, in one place.
+
+Messages go through stdlib logging (logger "envgen_jax"); `configure_console()` shows them on stdout, as the
+command line does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger("envgen_jax.run")
+
+
+def nan_to_none(a) -> list:
+    """An array as a JSON list, NaN as None (JSON has no NaN; a mean over no episode is None, not 0)."""
+    a = np.asarray(a, np.float64)
+    return np.where(np.isnan(a), None, a).tolist() if a.size else []
+
+
+class _Stdout(logging.StreamHandler):
+    """Writes to the sys.stdout of the moment (so a replaced stdout, as under pytest's capsys, is honoured)."""
+
+    def __init__(self):
+        super().__init__(sys.stdout)
+
+    @property
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+def configure_console(level: int = logging.INFO) -> None:
+    """Show envgen_jax's messages on stdout, as plain lines (idempotent)."""
+    root = logging.getLogger("envgen_jax")
+    if not any(isinstance(h, _Stdout) for h in root.handlers):
+        handler = _Stdout()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
+class Prefixed(logging.LoggerAdapter):
+    """A logger whose messages start with `prefix` (the study's "[method] ...")."""
+
+    def __init__(self, prefix: str, base: logging.Logger = logger):
+        super().__init__(base, {})
+        self.prefix = prefix
+
+    def process(self, msg, kwargs):
+        return f"{self.prefix}{msg}", kwargs
+
+
+class RunLog:
+    """metrics.jsonl and TensorBoard of one run directory."""
+
+    def __init__(self, out: Path, tensorboard: bool):
+        self.out, self.tensorboard = Path(out), tensorboard
+        self._writer = None
+
+    def truncate(self, keep_lines: int) -> None:
+        """Drop the chunks recorded after the checkpoint a run starts from."""
+        path = self.out / "metrics.jsonl"
+        if path.exists():
+            lines = path.read_text().splitlines(keepends=True)
+            path.write_text("".join(lines[:keep_lines]))
+
+    def chunk(self, record: dict, returns, lengths, episodes) -> None:
+        with open(self.out / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(record) + "\n")
+        writer = self._tb()
+        if writer is not None:
+            step = record["env_steps"]
+            if np.any(episodes > 0):
+                writer.add_scalar("train/episode_return", float(np.nanmean(returns)), step)
+                writer.add_scalar("train/episode_length", float(np.nanmean(lengths)), step)
+            writer.add_scalar("train/steps_per_second", record["steps_per_second"], step)
+            for k, v in record["losses"].items():
+                writer.add_scalar(f"loss/{k}", v, step)
+
+    def evaluation(self, env_steps: int, report) -> None:
+        writer = self._tb()
+        if writer is not None:
+            for name, value in report.success_mean.items():
+                if not np.isnan(value):
+                    writer.add_scalar(f"eval_success/{name}", 100 * value, env_steps)
+            if not np.isnan(report.crafter_score_mean):
+                writer.add_scalar("eval/crafter_score", report.crafter_score_mean, env_steps)
+
+    def _tb(self):
+        if not self.tensorboard:
+            return None
+        if self._writer is None:
+            from tensorboardX import SummaryWriter  # only runs that ask for TensorBoard pay its import
+            self._writer = SummaryWriter(str(self.out / "tb"))
+        return self._writer
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
