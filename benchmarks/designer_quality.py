@@ -22,8 +22,9 @@ Per call: valid on the first try, repairs, failure, latency, prompt/completion t
 - consistency: its purpose matches what it changes (targeting.purpose_consistency; purposes naming nothing checkable
   are left out).
 Designer variants (--variants, see VARIANTS): `current` (as a run's designer works), `basic_advice` (only repeated or
-unchanged environments sent back for repair), `no_advice` (every valid design accepted) and `with_example` (the old
-example environment after the output format, basic advice), so that one change can be measured at a time. Note that
+unchanged environments sent back for repair), `no_advice` (every valid design accepted), `with_example` (the old
+example environment after the output format, basic advice) and `sampled_repairs` (`current` with repair turns
+sampled at temperature 0.7), so that one change can be measured at a time. Note that
 `current` sends back environments whose purpose the consistency heuristic finds unkept, so its consistency figure
 is not independent of the designer.
 
@@ -180,6 +181,7 @@ class Variant:
     prompts: Callable[[EnvSpec, Path], EnvSpec]
     advice: str
     about: str
+    repair_temperature: float | None = None  # LLMSettings.repair_temperature (None: the run's temperature)
 
 
 VARIANTS: dict[str, Variant] = {
@@ -190,6 +192,8 @@ VARIANTS: dict[str, Variant] = {
     "with_example": Variant(with_example, "duplicates", "the old prompt, one example environment shown; only "
                                                         "repeated or unchanged environments sent back"),
     "no_advice": Variant(current, "none", "no example shown; every valid design accepted as it is"),
+    "sampled_repairs": Variant(current, "all", "as `current`, but repair turns sample at temperature 0.7 (a greedy "
+                                               "small model answers a repair turn with its previous reply)", 0.7),
 }
 
 
@@ -486,7 +490,8 @@ def run_model(model: str, settings: LLMSettings, plan: dict, done: set, workdir:
     for variant in plan["variants"]:
         for env in plan["envs"]:
             spec = VARIANTS[variant].prompts(base_spec(env), workdir / "prompts" / variant)
-            variant_settings = dataclasses.replace(settings, advice=VARIANTS[variant].advice)
+            variant_settings = dataclasses.replace(settings, advice=VARIANTS[variant].advice,
+                                                   repair_temperature=VARIANTS[variant].repair_temperature)
             for profile in plan["profiles"][env]:
                 prompts[f"{env}/{profile}/{variant}"] = prompt_text(spec, env, profile, plan["num_envs"])
                 for repeat in range(plan["repeats"]):

@@ -60,6 +60,17 @@ def test_bad_reply_is_repaired_with_the_problems(tmp_path):
     assert log[-1] == {**log[-1], "event": "design", "ok": True, "replies": 3, "repairs": 2}
 
 
+def test_repair_turns_sample_with_their_own_temperature_and_seed(tmp_path):
+    settings = LLMSettings(**{**SETTINGS.to_dict(), "repair_temperature": 0.7, "seed": 10})
+    designer, client, _ = make(tmp_path, ["prose only, sorry", "still prose", GOOD], settings=settings)
+    designer.generate(4)
+    assert [(c["temperature"], c.get("seed")) for c in client.calls] == [(0.0, 10), (0.7, 11), (0.7, 12)]
+    log = [r for r in events(tmp_path) if r["event"] == "exchange"]
+    assert [r["temperature"] for r in log] == [0.0, 0.7, 0.7]
+    with pytest.raises(Exception, match="repair_temperature"):
+        LLMSettings(repair_temperature=-1)
+
+
 def test_design_error_after_bounded_repairs(tmp_path):
     bad = json.dumps({"environments": [{"purpose": "p", "config": {"inventory_settings": {"wood": 99}}}] * 4})
     designer, client, _ = make(tmp_path, [bad, bad, bad, GOOD])

@@ -12,7 +12,7 @@ import pytest
 
 from envgen_jax.cli import main as cli_main
 from envgen_jax.envs.crafter.config import CrafterConfig
-from envgen_jax.llm import Designer, LLMSettings, LocalModelMissing
+from envgen_jax.llm import Designer, DesignError, LLMSettings, LocalModelMissing
 from envgen_jax.llm.local_server import find_gguf, runtime_missing
 from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OfflineModel, assemble, is_verified
 from envgen_jax.schema import ConfigError
@@ -60,12 +60,17 @@ def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
 @pytest.mark.llm
 def test_prompt_cache_can_be_switched_off(tmp_path):
     _need("smollm2-135m")
-    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, prompt_cache=False)
+    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, prompt_cache=False, max_repairs=1)
     with Designer("crafter", settings, tmp_path / "t.jsonl") as designer:
-        designer.generate(1)
-        designer.feedback({a: 50.0 for a in designer.spec.achievements}, 1)
-    accepted = [r for r in _records(tmp_path / "t.jsonl") if r["event"] == "exchange" and r["accepted"]]
-    assert accepted[-1]["usage"]["timings"]["cache_n"] == 0
+        success = {a: 50.0 for a in designer.spec.achievements}
+        for ask in (lambda: designer.generate(1), lambda: designer.feedback(success, 1)):
+            try:
+                ask()
+            except DesignError:  # SmolLM2 may loop to the token limit; the cache flag is what is tested
+                pass
+    exchanges = [r for r in _records(tmp_path / "t.jsonl") if r["event"] == "exchange"]
+    # Every exchange after the first starts with the earlier ones: with the cache off none of that prefix is reused.
+    assert len(exchanges) >= 2 and all(r["usage"]["timings"]["cache_n"] == 0 for r in exchanges[1:])
 
 
 @pytest.mark.llm

@@ -27,11 +27,19 @@ class ChatReply:
     latency_s: float = 0.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Sampling:
+    """How one request samples (None seed: the server's choice)."""
+
+    temperature: float
+    seed: int | None = None
+
+
 class ChatBackend(Protocol):
     description: str
     replays: bool  # True: answers come from a transcript, so back-off waits are pointless
 
-    def send(self, messages: list[dict], mode: str, schema: dict) -> ChatReply: ...
+    def send(self, messages: list[dict], mode: str, schema: dict, sampling: Sampling | None = None) -> ChatReply: ...
 
 
 def response_format(mode: str, schema: dict, strict: bool = False) -> dict | None:
@@ -129,11 +137,12 @@ class OpenAIBackend:
         self.client, self.model, self.settings, self.description = client, model, settings, description
         self.extra_body = extra_body  # server-specific request fields (sent only to servers that know them)
 
-    def send(self, messages: list[dict], mode: str, schema: dict) -> ChatReply:
-        kwargs: dict = dict(model=self.model, messages=messages, temperature=self.settings.temperature,
+    def send(self, messages: list[dict], mode: str, schema: dict, sampling: Sampling | None = None) -> ChatReply:
+        sampling = sampling or Sampling(self.settings.temperature, self.settings.seed)
+        kwargs: dict = dict(model=self.model, messages=messages, temperature=sampling.temperature,
                             max_tokens=self.settings.max_tokens)
-        if self.settings.seed is not None:
-            kwargs["seed"] = self.settings.seed
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         fmt = response_format(mode, schema, self.settings.strict_schema)
@@ -167,23 +176,24 @@ class LLMClient:
         self.on_error = on_error or (lambda _record: None)
         self.calls = calls  # backend calls so far, kept in checkpoints so a replay resumes at the right record
 
-    def complete(self, messages: list[dict], schema: dict) -> ChatReply:
+    def complete(self, messages: list[dict], schema: dict, sampling: Sampling | None = None) -> ChatReply:
+        """One reply; `sampling` overrides the settings' temperature and seed for this request."""
         while True:
             try:
-                return self._with_retries(messages, schema)
+                return self._with_retries(messages, schema, sampling)
             except RequestRefused as e:
                 if e.about_response_format() and self.mode != "text":
                     self.mode = MODES[MODES.index(self.mode) + 1]
                     continue
                 raise LLMError(f"{self.backend.description} refused the request ({e}); not retried") from e
 
-    def _with_retries(self, messages: list[dict], schema: dict) -> ChatReply:
+    def _with_retries(self, messages: list[dict], schema: dict, sampling: Sampling | None) -> ChatReply:
         tries = self.settings.max_retries + 1
         for attempt in range(tries):
             self.calls += 1
             start = time.monotonic()
             try:
-                return self.backend.send(messages, self.mode, schema)
+                return self.backend.send(messages, self.mode, schema, sampling)
             except (TransientLLMError, RequestRefused) as e:
                 self._report(messages, attempt, e, time.monotonic() - start)
                 if isinstance(e, RequestRefused):

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
-from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, make_openai_client
+from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, Sampling, make_openai_client
 from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
 from envgen_jax.llm.prompts import feedback_prompt, generation_prompt, output_schema, repair_prompt
@@ -159,6 +159,13 @@ class Designer:
         client = make_openai_client(s)
         return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})")
 
+    def _sampling(self, attempt: int) -> Sampling | None:
+        """Repair turns may sample (llm.repair_temperature), each with its own seed so a rerun asks the same."""
+        s = self.settings
+        if attempt == 0 or s.repair_temperature is None:
+            return None
+        return Sampling(s.repair_temperature, (s.seed or 0) + attempt)
+
     def _design(self, prompt: str, n: int, kind: str) -> Design:
         cls_ = self.spec.config_cls
         schema = output_schema(cls_, n)
@@ -167,7 +174,8 @@ class Designer:
         messages = [*self.messages, {"role": "user", "content": prompt}]
         parsed = None
         for attempt in range(self.settings.max_repairs + 1):
-            reply = llm.complete(messages, schema)
+            sampling = self._sampling(attempt)
+            reply = llm.complete(messages, schema, sampling)
             parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check)
             advice = (design_advice(parsed.configs, parsed.purposes, self.configs, self.settings.advice)
                       if parsed.ok else [])
@@ -175,7 +183,8 @@ class Designer:
             accepted = parsed.ok and (not advice or last_try)  # advice asks for a repair but never fails a step
             self.transcript.write({
                 "event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind, "try": attempt,
-                "mode": llm.mode, "messages": messages, "reply": reply.text, "finish_reason": reply.finish_reason,
+                "mode": llm.mode,
+                "temperature": sampling.temperature if sampling else self.settings.temperature, "messages": messages, "reply": reply.text, "finish_reason": reply.finish_reason,
                 "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
                 "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
                 "purposes": list(parsed.purposes) if parsed.ok else None, "analysis": parsed.analysis,

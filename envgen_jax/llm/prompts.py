@@ -116,6 +116,7 @@ def repair_prompt(problems: Sequence[str], n: int) -> str:
 
 
 ANALYSIS_MAX_CHARS = 800
+PURPOSE_MAX_CHARS = 400  # bounded strings: constrained decoding must close them (SmolLM2 wrote one until the token limit)
 
 
 def output_schema(config_cls, n: int) -> dict:
@@ -125,7 +126,7 @@ def output_schema(config_cls, n: int) -> dict:
         "type": "object",
         "properties": {"analysis": {"type": "string", "maxLength": ANALYSIS_MAX_CHARS}, "environments": {
             "type": "array", "minItems": n, "maxItems": n,
-            "items": {"type": "object", "properties": {"purpose": {"type": "string"},
+            "items": {"type": "object", "properties": {"purpose": {"type": "string", "maxLength": PURPOSE_MAX_CHARS},
                                                         "config": config_cls.json_schema()},
                       "required": ["purpose", "config"], "additionalProperties": False}}},
         "required": ["analysis", "environments"],

@@ -43,6 +43,9 @@ class LLMSettings:
     # do not keep (a word heuristic, llm/targeting.py); "duplicates": only repeated or unchanged environments;
     # "none": every valid design is accepted as it is.
     advice: str = "all"
+    # Sampling temperature of repair turns (None: `temperature`). At temperature 0 small local models answer a
+    # repair turn with their previous reply word for word, so repairs cost time and change nothing.
+    repair_temperature: float | None = None
     output_mode: str = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
@@ -79,6 +82,9 @@ class LLMSettings:
         for name in ("max_retries", "max_repairs"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 out.append(f"llm.{name}: expected an integer >= 0, got {getattr(self, name)!r}")
+        if self.repair_temperature is not None and (isinstance(self.repair_temperature, bool) or not isinstance(
+                self.repair_temperature, (int, float)) or self.repair_temperature < 0):
+            out.append(f"llm.repair_temperature: expected a number >= 0 or null, got {self.repair_temperature!r}")
         for name in ("temperature", "timeout_s", "backoff_s", "backoff_max_s", "startup_timeout_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:

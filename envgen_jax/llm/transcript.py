@@ -72,7 +72,7 @@ class ReplayBackend:
         self.position = skip
         self.description = f"replay of {self.path}"
 
-    def send(self, messages: list[dict], mode: str, schema: dict) -> ChatReply:
+    def send(self, messages: list[dict], mode: str, schema: dict, sampling: Any = None) -> ChatReply:
         if self.position >= len(self.records):
             raise ReplayError(f"{self.path} holds {len(self.records)} recorded LLM calls and this run asks for call "
                               f"#{self.position + 1}: the replayed run goes further than the recorded one")
