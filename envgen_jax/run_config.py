@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 
-from envgen_jax.config_io import apply_overrides, from_mapping, load_yaml, to_mapping
+from envgen_jax.config_io import apply_overrides, choice_problems, from_mapping, load_yaml, to_mapping
 from envgen_jax import games, methods
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.schema import ConfigError
@@ -39,22 +39,18 @@ class ScheduleConfig:
     """LLM environments asked for per LLM call (N_env; paper 4)"""
     llm_episode_length: int = 1024
     """episode length of LLM environments that do not set episode_settings.episode_length (paper: 1024)"""
-    mixing: str = "sequential"
+    mixing: Literal["sequential", "mixed"] = "sequential"
     """'sequential': the paper's phases (LLM envs, then original); 'mixed': both at once in one chunk, with
     `original_share` of the env slots in the original game, for llm_env_steps + original_env_steps steps"""
     original_share: float = 0.5
     """share of env slots running the original game in 'mixed' mode"""
-    feedback: str = "pooled"
+    feedback: Literal["pooled", "per_seed"] = "pooled"
     """'pooled': one designer sees success mean +/- std over seeds (4 calls in all); 'per_seed': a designer per seed"""
     updates_per_chunk: int = 8
     """PPO updates per compiled chunk: the host (progress, checkpoints) acts between chunks"""
 
     def __post_init__(self):
-        problems = []
-        if self.mixing not in ("sequential", "mixed"):
-            problems.append(f"schedule.mixing: {self.mixing!r} is not one of 'sequential', 'mixed'")
-        if self.feedback not in ("pooled", "per_seed"):
-            problems.append(f"schedule.feedback: {self.feedback!r} is not one of 'pooled', 'per_seed'")
+        problems = choice_problems(self, "schedule.")
         if not 0.0 <= self.original_share < 1.0:
             problems.append(f"schedule.original_share: {self.original_share} is not in [0, 1)")
         for name in ("cycles", "llm_env_steps", "original_env_steps", "final_steps"):
@@ -77,12 +73,13 @@ class EvalConfig:
     """episodes counted per evaluation environment"""
     max_steps: int = 10_000
     """step budget; episodes still running then are not counted (the count is reported)"""
-    mode: str = "sample"
+    mode: Literal["sample", "greedy"] = "sample"
     """'sample' (the stochastic policy, as trained) or 'greedy'"""
 
     def __post_init__(self):
-        if self.mode not in ("sample", "greedy"):
-            raise ConfigError([f"eval.mode: {self.mode!r} is not one of 'sample', 'greedy'"], what="eval")
+        problems = choice_problems(self, "eval.")
+        if problems:
+            raise ConfigError(problems, what="eval")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,9 +110,9 @@ class RunConfig:
     """independent agents, vmapped in one compiled run; the report gives mean +/- std over them"""
     seed: int = 0
     """first seed (seeds are seed .. seed + seeds - 1)"""
-    observation: str = "symbolic"
+    observation: Literal["symbolic", "pixels"] = "symbolic"
     """agent observation: symbolic | pixels"""
-    heist_mode: str = "hard"
+    heist_mode: Literal["easy", "hard"] = "hard"
     """Heist only: Procgen's distribution mode, easy (9x9 world) or hard (13x13, Procgen's default)"""
     ppo: PPOConfig = PPOConfig()
     schedule: ScheduleConfig = ScheduleConfig()
@@ -124,17 +121,13 @@ class RunConfig:
     output: OutputConfig = OutputConfig()
 
     def __post_init__(self):
-        problems = []
+        problems = choice_problems(self, "")
         if self.env not in ENVS:
             problems.append(f"env: {self.env!r} is not one of {', '.join(ENVS)}")
         if self.method not in METHODS:
             problems.append(f"method: {self.method!r} is not one of {', '.join(METHODS)}")
         if self.seeds < 1:
             problems.append(f"seeds: {self.seeds} is below the minimum 1")
-        if self.observation not in ("symbolic", "pixels"):
-            problems.append(f"observation: {self.observation!r} is not one of 'symbolic', 'pixels'")
-        if self.heist_mode not in ("easy", "hard"):
-            problems.append(f"heist_mode: {self.heist_mode!r} is not one of 'easy', 'hard'")
         if (self.ppo.num_seeds, self.ppo.seed) != (1, 0):
             problems.append("ppo.num_seeds / ppo.seed: set the top-level `seeds` and `seed` instead")
         if problems:

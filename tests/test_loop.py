@@ -297,8 +297,7 @@ def test_smoke_config_with_the_offline_llm(tmp_path):
     assert sum(1 for e in transcript if e.get("event") == "design" and e.get("ok")) == 2
 
 
-RUN_CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml")
-                     if not p.name.startswith("llm_") and p.name != "ppo_smoke.yaml")
+RUN_CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("name", RUN_CONFIGS)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping, get_args
 
+from envgen_jax.config_io import choice_problems, from_mapping, load_yaml
 from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OFFLINE_MODELS
 from envgen_jax.schema import ConfigError
 
-BACKENDS = ("auto", "openai", "local", "replay")
-OUTPUT_MODES = ("auto", "json_schema", "json_object", "text")
-ADVICE = ("all", "duplicates", "none")
+Backend = Literal["auto", "openai", "local", "replay"]
+OutputMode = Literal["auto", "json_schema", "json_object", "text"]
+Advice = Literal["all", "duplicates", "none"]
+BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +26,7 @@ class LLMSettings:
     (here or in OPENAI_BASE_URL) or `model` names no offline model, else "local".
     """
 
-    backend: str = "auto"
+    backend: Backend = "auto"
     # "local": an offline model (envgen_jax.llm.models: qwen2.5-coder-1.5b, the default, or smollm2-135m);
     # "openai": the endpoint's model name (required).
     model: str | None = None
@@ -42,11 +44,11 @@ class LLMSettings:
     # "all": repeated or unchanged environments, repeats of the design being replaced, and purposes their settings
     # do not keep (a word heuristic, llm/targeting.py); "duplicates": only repeated or unchanged environments;
     # "none": every valid design is accepted as it is.
-    advice: str = "all"
+    advice: Advice = "all"
     # Sampling temperature of repair turns (None: `temperature`). At temperature 0 small local models answer a
     # repair turn with their previous reply word for word, so repairs cost time and change nothing.
     repair_temperature: float | None = None
-    output_mode: str = "auto"         # first structured-output request to try; "auto" = json_schema
+    output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
     # Local server (backend "local").
@@ -62,13 +64,7 @@ class LLMSettings:
             raise ConfigError(problems, what="LLM settings")
 
     def problems(self) -> list[str]:
-        out = []
-        if self.backend not in BACKENDS:
-            out.append(f"llm.backend: {self.backend!r} is not one of {', '.join(BACKENDS)}")
-        if self.advice not in ADVICE:
-            out.append(f"llm.advice: {self.advice!r} is not one of {', '.join(ADVICE)}")
-        if self.output_mode not in OUTPUT_MODES:
-            out.append(f"llm.output_mode: {self.output_mode!r} is not one of {', '.join(OUTPUT_MODES)}")
+        out = choice_problems(self, "llm.")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
             out.append(f"llm.seed: expected an integer or null, got {self.seed!r}")
         if self.backend == "local" and self.model and not self.gguf_path and self.model not in OFFLINE_MODELS:
@@ -107,23 +103,13 @@ class LLMSettings:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "LLMSettings":
-        """Build from a run configuration's `llm:` mapping; unknown keys are an error, not ignored."""
-        data = dict(data or {})
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ConfigError([f"llm.{k}: unknown setting; allowed: {', '.join(sorted(names))}" for k in unknown],
-                              what="LLM settings")
-        return cls(**data)
+        """Build from a run configuration's `llm:` mapping, through the run configuration's parser."""
+        return from_mapping(cls, dict(data or {}), "llm")
 
     @classmethod
     def from_file(cls, path: str | Path) -> "LLMSettings":
-        """Read a YAML file holding either the settings or a run configuration with an `llm:` section."""
-        import yaml
-
-        data = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(data, Mapping):
-            raise ConfigError([f"{path}: expected a mapping, got {type(data).__name__}"], what="LLM settings")
+        """The `llm:` section of a run configuration file (e.g. configs/llm_local.yaml)."""
+        data = load_yaml(path)
         return cls.from_dict(data["llm"] if "llm" in data else data)
 
     def to_dict(self, secrets: bool = False) -> dict:

@@ -6,7 +6,6 @@
   evaluate.py    Evaluator / make_evaluator: N episodes per env in any bank/rows, EvalReport across seeds
   checkpoint.py  orbax save/restore of the whole TrainState + JSON metadata
   probes.py      probe environments for tests
-  run.py         `python -m envgen_jax.trainer.run --config configs/ppo_smoke.yaml`: PPO alone vs random policy
 """
 
 from envgen_jax.trainer.checkpoint import load_metadata, restore_checkpoint, save_checkpoint

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -35,6 +35,8 @@ import numpy as np
 import optax
 from flax import struct
 
+from envgen_jax.config_io import choice_problems
+from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import ChunkMetrics, LossStats, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, policy
 
@@ -77,17 +79,17 @@ class PPOConfig:
     """linear decay of the learning rate to 0 over `total_updates` updates (Craftax True; paper False)"""
     total_updates: int = 0
     """updates over which the learning rate anneals; required (> 0) when anneal_lr"""
-    adv_norm: str = "minibatch"
+    adv_norm: Literal["minibatch", "batch", "none"] = "minibatch"
     """advantage normalisation: 'minibatch' (PureJaxRL/Craftax), 'batch' (per rollout, the paper) or 'none'"""
     bootstrap_truncated: bool = True
     """bootstrap time-limit cuts from V(s_t) instead of treating them as terminations"""
-    network: str = "mlp"
+    network: Literal["mlp", "conv"] = "mlp"
     """'mlp' (symbolic obs; separate actor and critic) or 'conv' (pixel obs; shared IMPALA encoder)"""
     width: int = 512
     """hidden width (Craftax 512)"""
     depth: int = 3
     """hidden layers per MLP (Craftax 3)"""
-    activation: str = "tanh"
+    activation: Literal["tanh", "relu", "gelu"] = "tanh"
     """MLP activation (Craftax tanh)"""
     conv_channels: tuple[int, ...] = (16, 32, 32)
     """IMPALA channels for 'conv' (the paper's agent: 64, 128, 128)"""
@@ -99,20 +101,19 @@ class PPOConfig:
     """fresh worlds generated per vector-env step (VecEnv; 0: its default, max(1, num_envs // 256))"""
 
     def __post_init__(self):
-        problems = []
-        if self.batch_size % self.num_minibatches:
-            problems.append(f"num_envs*num_steps={self.batch_size} is not divisible by "
-                            f"num_minibatches={self.num_minibatches}")
+        problems = choice_problems(self, "ppo.")
+        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "depth", "num_seeds"):
+            if getattr(self, name) < 1:
+                problems.append(f"ppo.{name}: {getattr(self, name)} is below the minimum 1")
+        if self.num_minibatches >= 1 and self.batch_size % self.num_minibatches:
+            problems.append(f"ppo.num_minibatches: num_envs x num_steps = {self.batch_size} is not divisible by "
+                            f"num_minibatches = {self.num_minibatches}")
         if self.anneal_lr and self.total_updates <= 0:
-            problems.append("anneal_lr needs total_updates > 0")
-        if self.adv_norm not in ("minibatch", "batch", "none"):
-            problems.append(f"adv_norm must be minibatch, batch or none, not {self.adv_norm!r}")
-        if self.network not in ("mlp", "conv"):
-            problems.append(f"network must be mlp or conv, not {self.network!r}")
-        if self.num_seeds < 1:
-            problems.append("num_seeds must be >= 1")
+            problems.append("ppo.total_updates: anneal_lr needs total_updates > 0")
+        if self.resets_per_step < 0:
+            problems.append(f"ppo.resets_per_step: {self.resets_per_step} is below the minimum 0")
         if problems:
-            raise ValueError("bad PPOConfig: " + "; ".join(problems))
+            raise ConfigError(problems, what="PPO settings")
 
     @property
     def batch_size(self) -> int:
