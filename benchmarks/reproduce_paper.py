@@ -43,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ROOT, RESULTS, markdown_table  # noqa: E402
+from envgen_jax.trainer.metrics import nan_to_none  # noqa: E402
 
 METHODS = ("ppo", "envgen", "fixed", "easy_to_hard", "adversarial")
 # The paper's numbers (Crafter, 1M scored steps after 0.96M steps of pretraining; mean +/- std over seeds).
@@ -178,11 +179,7 @@ def collect(runs_dir: Path, methods) -> dict:
     return out
 
 
-def _num(x):
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
+_num = nan_to_none
 
 
 def build_table(runs: dict, smoke: bool = False, environment: dict | None = None, settings: dict | None = None) -> dict:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from envgen_jax import games
-from envgen_jax.trainer.metrics import RowStats, mean_or_nan, success_rates
+from envgen_jax.trainer.metrics import RowStats, mean_or_nan, nan_to_none, success_rates
 from envgen_jax.trainer.metrics import _quiet_nan as _quiet
 
 PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
@@ -23,11 +23,6 @@ PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
     ("PPO, 0.96M PT in Crafter", "26.4 +/- 2.1", "12.1 +/- 1.0"),
     ("PPO+EnvGen", "32.2 +/- 0.6", "12.6 +/- 0.6"),
 ]
-
-
-def _f(x):
-    x = float(x)
-    return None if np.isnan(x) else x
 
 
 def _ms(values) -> tuple[float, float]:
@@ -54,10 +49,10 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
         ach_s = np.nanstd(100 * rates, axis=0) if rates.size else []
     return {
         "episodes_per_seed": np.asarray(stats.episodes).tolist(),
-        "score": _f(score_m), "score_std": _f(score_s), "score_per_seed": [_f(s) for s in scores],
-        "reward": _f(reward_m), "reward_std": _f(reward_s), "reward_per_seed": [_f(r) for r in rewards],
-        "achievements": {n: _f(m) for n, m in zip(names, ach_m)},
-        "achievements_std": {n: _f(s) for n, s in zip(names, ach_s)},
+        "score": nan_to_none(score_m), "score_std": nan_to_none(score_s), "score_per_seed": [nan_to_none(s) for s in scores],
+        "reward": nan_to_none(reward_m), "reward_std": nan_to_none(reward_s), "reward_per_seed": [nan_to_none(r) for r in rewards],
+        "achievements": {n: nan_to_none(m) for n, m in zip(names, ach_m)},
+        "achievements_std": {n: nan_to_none(s) for n, s in zip(names, ach_s)},
     }
 
 
@@ -151,8 +146,8 @@ def environment_learning(state, names) -> list[dict]:
         for row, env in enumerate(envs, start=1):
             with _quiet():  # a row no seed finished an episode in stays None
                 success, reward = np.nanmean(rates[:, row], axis=0), np.nanmean(returns[:, row])
-            env.update(row=row, episodes_per_seed=np.asarray(stats.episodes)[:, row].tolist(), reward=_f(reward),
-                       success={n: _f(v) for n, v in zip(names, success)})
+            env.update(row=row, episodes_per_seed=np.asarray(stats.episodes)[:, row].tolist(), reward=nan_to_none(reward),
+                       success={n: nan_to_none(v) for n, v in zip(names, success)})
         out.append({"cycle": entry["cycle"], "phase": entry["phase"], "environments": envs})
     return out
 

@@ -143,7 +143,7 @@ class RunConfig:
 
     @property
     def steps_per_update(self) -> int:
-        return self.ppo.num_envs * self.ppo.num_steps
+        return self.ppo.steps_per_update
 
     def updates_for(self, steps: int) -> int:
         """PPO updates for `steps` env steps, rounded up to whole chunks (0 steps -> 0 updates)."""

@@ -13,13 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from envgen_jax.trainer.metrics import nan_to_none  # noqa: F401 -- re-exported for the loop
+
 logger = logging.getLogger("envgen_jax.run")
 
-
-def nan_to_none(a) -> list:
-    """An array as a JSON list, NaN as None (JSON has no NaN; a mean over no episode is None, not 0)."""
-    a = np.asarray(a, np.float64)
-    return np.where(np.isnan(a), None, a).tolist() if a.size else []
 
 
 class _Stdout(logging.StreamHandler):

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envgen_jax.trainer.metrics import (RowStats, across_seeds, crafter_score, mean_or_nan, pool_rows,
+from envgen_jax.trainer.metrics import (RowStats, across_seeds, crafter_score, mean_or_nan, nan_to_none, pool_rows,
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
 from envgen_jax.trainer.ppo import Trainer, _default_vecenv, _num_rows, _rows_axis
@@ -55,10 +55,7 @@ class EvalReport:
     stats: RowStats  # host RowStats [S, K] (not pooled over rows)
 
     def to_dict(self) -> dict:
-        def f(x):
-            x = float(x)
-            return None if np.isnan(x) else x
-
+        f = nan_to_none
         return {
             "episodes_per_seed": [int(e) for e in self.episodes],
             "success_mean": {k: f(v) for k, v in self.success_mean.items()},

@@ -29,6 +29,13 @@ import numpy as np
 from flax import struct
 
 
+def nan_to_none(x):
+    """A number (a float or None) or an array (a nested list), NaN as None: JSON has no NaN, and a mean over no
+    episode is missing, not 0."""
+    a = np.asarray(np.nan if x is None else x, np.float64)
+    return np.where(np.isnan(a), None, a).tolist() if a.size else []
+
+
 @struct.dataclass
 class RowStats:
     """Sums over finished episodes, per config row. Leaves: [..., K] or [..., K, A]."""
@@ -195,10 +202,7 @@ def summarize(stats: RowStats, achievement_names: Sequence[str]) -> dict:
     var = float(mean_or_nan(stats.return_sq_sum, n)) - mean_r ** 2
     rates = success_rates(stats)
 
-    def f(x):
-        x = float(x)
-        return None if np.isnan(x) else x
-
+    f = nan_to_none
     return {
         "episodes": n,
         "env_steps": int(stats.env_steps),

@@ -125,8 +125,8 @@ class PPOConfig:
 
     @property
     def steps_per_update(self) -> int:
-        """env steps per update per seed"""
-        return self.num_envs * self.num_steps
+        """env steps per update per seed (one rollout batch)"""
+        return self.batch_size
 
     @property
     def seeds(self) -> tuple[int, ...]:
