@@ -7,7 +7,7 @@ Layout:
   llm/             the LLM environment designer: prompts, OpenAI-compatible client, offline model, replay
   loop.py          the EnvGen host loop: LLM step between compiled training chunks
   study.py         `envgen-jax study`: every method trained alike, compared with statistics over seeds
-  cli.py           `envgen-jax` command line
+  cli/             the `envgen-jax` command line (train, study, validate, render, settings, llm)
 """
 
 from envgen_jax.schema import ConfigError

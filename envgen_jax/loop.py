@@ -40,7 +40,8 @@ from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import RowStats, pool_rows, to_host
 from envgen_jax.trainer.ppo import make_trainer
 
-__all__ = ["EnvGenRun", "LoopState", "Callbacks", "Phase", "build_plan", "latest_checkpoint", "check_no_run_there"]
+__all__ = ["EnvGenRun", "LoopState", "Callbacks", "Phase", "build_plan", "latest_checkpoint", "check_no_run_there",
+           "abstract_train_state", "checkpoint_bytes"]
 
 
 @dataclasses.dataclass
@@ -93,8 +94,8 @@ class EnvGenRun:
         self.trainer = make_trainer(self.env, cfg.trainer_ppo)
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
                                         cfg.eval.max_steps)
-        self.num_designers = cfg.seeds if cfg.schedule.feedback == "per_seed" else 1
-        self.capacity = 1 + cfg.schedule.envs_per_call * self.num_designers
+        self.num_designers = cfg.num_designers
+        self.capacity = cfg.bank_rows
         self.records = RunLog(self.out, cfg.output.tensorboard)
         self._llm_client = llm_client  # tests inject a scripted client here
         self._designers: list | None = None
@@ -391,6 +392,20 @@ def _progress(total: int, done: int, enabled: bool):
     from tqdm.auto import tqdm
     return tqdm(total=total, initial=done, unit="step", unit_scale=True, dynamic_ncols=True,
                 bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {postfix}]")
+
+
+def abstract_train_state(cfg: RunConfig):
+    """The TrainState a run of `cfg` checkpoints, as shapes and dtypes only (jax.eval_shape: nothing is computed)."""
+    game = games.get(cfg.env)
+    env = game.make_env(cfg.observation, cfg.heist_mode)
+    bank = env.make_params([game.config_cls.original()] * cfg.bank_rows)
+    rows = np.zeros(cfg.ppo.num_envs, np.int32)  # which rows the slots run changes no shape
+    return make_trainer(env, cfg.trainer_ppo).abstract_state(bank, rows)
+
+
+def checkpoint_bytes(cfg: RunConfig) -> int:
+    """Bytes of the arrays in one checkpoint of a run of `cfg` (orbax adds a little metadata)."""
+    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(abstract_train_state(cfg)))
 
 
 def check_no_run_there(out: Path) -> None:

@@ -5,11 +5,16 @@
     final:                     train in the original env (scored) -> evaluate
 
 Which phases a cycle has is the method's (`envgen_jax.methods.<name>.cycle_phases`); phases of 0 updates are dropped.
+`describe_plan(cfg)` is the plan in numbers, as `envgen-jax train --dry-run` prints it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
+
+from envgen_jax.rows import ORIGINAL_ROW, assign_rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,3 +50,94 @@ def phase_label(phase: Phase, cycles: int) -> str:
 def first_training_where(plan: list[Phase], start: int) -> str:
     """Where the first training phase at or after plan index `start` trains ("original" if none is left)."""
     return next((p.where for p in plan[start:] if p.kind == "train"), "original")
+
+
+# ------------------------------------------------------------------------------------------------ the plan in numbers
+@dataclasses.dataclass(frozen=True)
+class PhaseCost:
+    """One phase of the plan in numbers, per seed."""
+
+    label: str
+    kind: str
+    env_steps: int = 0       # training env steps
+    updates: int = 0         # PPO updates
+    chunks: int = 0          # compiled chunks of schedule.updates_per_chunk updates
+    llm_calls: int = 0       # LLM requests, repair turns not counted
+    original_slots: int = 0  # env slots in the original game (bank row 0)
+    llm_slots: int = 0       # env slots in designed environments
+    llm_rows: int = 0        # the designed environments (bank rows) those slots run
+
+
+def phase_costs(cfg) -> list[PhaseCost]:
+    """Every phase of the plan of `cfg` in numbers (a pure function of the config, like the plan)."""
+    from envgen_jax import methods
+    s = cfg.schedule
+    costs = []
+    for phase in build_plan(cfg):
+        label = phase_label(phase, s.cycles)
+        if phase.kind == "design":
+            costs.append(PhaseCost(label, "design",
+                                   llm_calls=methods.llm_calls(cfg.method, phase.cycle, cfg.num_designers)))
+        elif phase.kind == "evaluate":
+            costs.append(PhaseCost(label, "evaluate", original_slots=cfg.eval.num_envs))
+        else:
+            rows = assign_rows(phase.where, cfg.ppo.num_envs, cfg.seeds, cfg.num_designers, s.envs_per_call,
+                               s.original_share, has_llm_configs=True)
+            one_seed = np.atleast_2d(rows)[0]  # every seed uses as many rows and slots (its own, per designer)
+            designed = one_seed[one_seed != ORIGINAL_ROW]
+            costs.append(PhaseCost(label, "train", env_steps=phase.updates * cfg.steps_per_update,
+                                   updates=phase.updates, chunks=phase.updates // s.updates_per_chunk,
+                                   original_slots=int((one_seed == ORIGINAL_ROW).sum()), llm_slots=int(designed.size),
+                                   llm_rows=len(np.unique(designed))))
+    return costs
+
+
+def describe_plan(cfg) -> str:
+    """The run's plan as a table of phases, with totals, LLM calls, bank rows and the size of a checkpoint."""
+    from envgen_jax.loop import checkpoint_bytes  # jax: imported only here, so the plan stays light to import
+    s, costs = cfg.schedule, phase_costs(cfg)
+    columns = f"  {'phase':<28}{'kind':<10}{'env steps':>11}{'updates':>9}{'chunks':>8}{'LLM calls':>11}  env slots"
+    seeds = f"seed {cfg.seed}" if cfg.seeds == 1 else f"seeds {cfg.seed}-{cfg.seed + cfg.seeds - 1}"
+    lines = [f"Plan of {cfg.method} on {cfg.env}, {seeds}, {_count(s.cycles, 'cycle')} (numbers per seed):", "",
+             columns]
+    for c in costs:
+        numbers = [f"{n:,}" if c.kind == "train" else "-" for n in (c.env_steps, c.updates, c.chunks)]
+        calls = f"{c.llm_calls:,}" if c.kind == "design" else "-"
+        lines.append(f"  {c.label:<28}{c.kind:<10}{numbers[0]:>11}{numbers[1]:>9}{numbers[2]:>8}{calls:>11}  "
+                     f"{_slots(c)}".rstrip())
+
+    steps, updates, chunks = (sum(getattr(c, k) for c in costs) for k in ("env_steps", "updates", "chunks"))
+    scored = train_updates(build_plan(cfg), "final") * cfg.steps_per_update
+    calls = sum(c.llm_calls for c in costs)
+    size = checkpoint_bytes(cfg)
+    lines += [
+        "",
+        f"env steps:   {steps:,} per seed ({scored:,} of them scored), {steps * cfg.seeds:,} over all seeds",
+        f"PPO updates: {updates:,} in {chunks:,} compiled chunks of {s.updates_per_chunk}; an update is "
+        f"{cfg.ppo.num_envs} envs x {cfg.ppo.num_steps} steps = {cfg.steps_per_update:,} env steps",
+        f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "
+                                   f"{cfg.llm.max_repairs} repair turns)" if calls else " (this method asks no LLM)"),
+        f"bank:        {cfg.bank_rows} rows shared by the seeds: row 0 the original game, then "
+        f"{s.envs_per_call} per designer for the designed environments",
+        f"checkpoint:  about {_bytes(size)} ({size:,} bytes of TrainState) each; the newest "
+        f"{cfg.output.keep_checkpoints} kept",
+    ]
+    return "\n".join(lines)
+
+
+def _slots(c: PhaseCost) -> str:
+    parts = [f"{c.original_slots} original"] if c.original_slots else []
+    if c.llm_slots:
+        parts.append(f"{c.llm_slots} in {_count(c.llm_rows, 'designed env')}")
+    return " + ".join(parts)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}{'s' * (n != 1)}"
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"

@@ -145,6 +145,16 @@ class RunConfig:
     def steps_per_update(self) -> int:
         return self.ppo.steps_per_update
 
+    @property
+    def num_designers(self) -> int:
+        """LLM designers: one per seed with `schedule.feedback: per_seed`, else one for all seeds."""
+        return self.seeds if self.schedule.feedback == "per_seed" else 1
+
+    @property
+    def bank_rows(self) -> int:
+        """Rows of the environment bank: row 0 the original game, then every designer's LLM configurations."""
+        return 1 + self.schedule.envs_per_call * self.num_designers
+
     def updates_for(self, steps: int) -> int:
         """PPO updates for `steps` env steps, rounded up to whole chunks (0 steps -> 0 updates)."""
         chunk = self.schedule.updates_per_chunk

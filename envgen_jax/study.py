@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -212,16 +213,25 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
         except Exception as e:  # noqa: BLE001 -- one failed method must not lose the others
             errors[method] = f"{type(e).__name__}: {e}"
             print(f"error: {method} failed ({errors[method]}); its checkpoints are kept, and rerunning the same "
-                  f"command retries it.\n{traceback.format_exc()}", file=sys.stderr)
+                  f"command retries it (traceback in {log_traceback(out, f'{method} failed')})", file=sys.stderr)
             trained = True
         if trained and method != settings.methods[-1]:
             try:  # partial results, readable while the next methods train
                 write_comparison(out, settings, errors)
-            except Exception:  # noqa: BLE001 -- the runs matter more than their comparison, rebuilt at the end
-                print(f"warning: could not write the comparison:\n{traceback.format_exc()}", file=sys.stderr)
+            except Exception as e:  # noqa: BLE001 -- the runs matter more than their comparison, rebuilt at the end
+                print(f"warning: could not write the comparison ({type(e).__name__}: {e}; traceback in "
+                      f"{log_traceback(out, 'writing the comparison failed')})", file=sys.stderr)
     write_comparison(out, settings, errors)
     log(f"study: {len(settings.methods) - len(errors)}/{len(settings.methods)} methods finished; {out / 'study.md'}")
     return 2 if errors else 0
+
+
+def log_traceback(out: Path, what: str) -> Path:
+    """Append the exception being handled to OUT/errors.log: stderr gets one line, the log the details."""
+    path = out / "errors.log"
+    with open(path, "a") as f:
+        f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {what}\n{traceback.format_exc()}\n")
+    return path
 
 
 def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[str], None],

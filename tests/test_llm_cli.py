@@ -1,24 +1,16 @@
-"""`llm generate` through a local argparse harness (the main CLI registers the same `add_llm_commands`)."""
+"""`envgen-jax llm generate`: the designer on its own, against a fake OpenAI-compatible server."""
 
-import argparse
 import json
 
 import pytest
 
+from envgen_jax.cli import main as run
 from envgen_jax.envs.crafter.config import CrafterConfig
-from envgen_jax.llm.cli import add_llm_commands
 from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS
 from envgen_jax.llm.testing import FakeOpenAIServer, completion_body, design_json, varied_configs
 
 GOOD = design_json(varied_configs(CrafterConfig, 4), [f"purpose {i}" for i in range(4)])
 GOOD_2 = design_json(varied_configs(CrafterConfig, 2, offset=7))
-
-
-def run(argv):
-    parser = argparse.ArgumentParser(prog="envgen-jax")
-    add_llm_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
 
 
 @pytest.fixture
@@ -58,10 +50,8 @@ def test_generate_feedback_and_replay(tmp_path, server, capsys, monkeypatch):
     assert len(server.requests) == 2  # the replay never touched the server
 
 
-def _fails(argv, capsys, *fragments):
-    with pytest.raises(SystemExit) as e:
-        run(argv)
-    assert e.value.code == 1
+def _fails(argv, capsys, status, *fragments):
+    assert run(argv) == status
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err
     for fragment in fragments:
@@ -69,25 +59,33 @@ def _fails(argv, capsys, *fragments):
     return err
 
 
-def test_errors_exit_1_with_a_message(tmp_path, capsys):
+def test_bad_input_exits_1_with_a_message(tmp_path, capsys):
     out = str(tmp_path / "envs.json")
-    _fails(["llm", "generate", "--feedback", str(tmp_path / "missing.json"), "--out", out], capsys,
-           "cannot read the --feedback file")
+    _fails(["llm", "generate", "--feedback", str(tmp_path / "missing.json"), "--out", out], capsys, 1,
+           "invalid --feedback file", "cannot read", "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"collect_coal": 250}))
     _fails(["llm", "generate", "--feedback", str(bad), "--backend", "openai", "--model", "m", "--base-url",
-            "http://127.0.0.1:9/v1", "--out", out], capsys, "collect_coal", "wake_up: missing")
-    _fails(["llm", "generate", "--backend", "replay", "--out", out], capsys, "needs --transcript")
+            "http://127.0.0.1:9/v1", "--out", out], capsys, 1, "collect_coal", "wake_up: missing")
+    bad.write_text("{not json")
+    _fails(["llm", "generate", "--feedback", str(bad), "--out", out], capsys, 1, "bad.json is not JSON")
+    _fails(["llm", "generate", "--backend", "replay", "--out", out], capsys, 1, "needs --transcript")
+    config = tmp_path / "llm.yaml"
+    config.write_text("llm:\n  colour: red\n")
+    _fails(["llm", "generate", "--llm-config", str(config), "--out", out], capsys, 1, "llm.colour: unknown setting")
+    _fails(["llm", "generate", "--llm-config", str(tmp_path / "absent.yaml"), "--out", out], capsys, 1,
+           "absent.yaml: no such file")
+    config.write_text("llm: [unclosed\n")
+    _fails(["llm", "generate", "--llm-config", str(config), "--out", out], capsys, 1, "llm.yaml: not valid YAML")
+
+
+def test_a_failed_llm_step_exits_2(tmp_path, capsys):
+    out = str(tmp_path / "envs.json")
     config = tmp_path / "llm.yaml"
     config.write_text(f"llm:\n  gguf_path: {tmp_path / 'none.gguf'}\n")
-    _fails(["llm", "generate", "--backend", "local", "--llm-config", str(config), "--out", out], capsys,
-           "none.gguf does not exist")
-    config.write_text("llm:\n  colour: red\n")
-    _fails(["llm", "generate", "--llm-config", str(config), "--out", out], capsys, "llm.colour: unknown setting")
-
-
-def test_invalid_replies_exit_1_naming_the_problems(tmp_path, capsys):
+    _fails(["llm", "generate", "--backend", "local", "--llm-config", str(config), "--out", out], capsys, 2,
+           "the LLM step failed", "none.gguf does not exist")
     with FakeOpenAIServer(lambda request: (200, completion_body("I refuse to answer in JSON."), {})) as s:
         _fails(["llm", "generate", "--base-url", s.base_url, "--model", "fake", "--max-repairs", "1",
-                "--out", str(tmp_path / "envs.json")], capsys, "after 2 replies (1 repair)", "no JSON object")
+                "--out", out], capsys, 2, "after 2 replies (1 repair)", "no JSON object")
     assert not (tmp_path / "envs.json").exists()

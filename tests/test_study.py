@@ -131,7 +131,8 @@ def test_a_failed_method_does_not_stop_the_study_and_the_rerun_resumes_it(study,
     monkeypatch.setattr(EnvGenRun, "_evaluate", crash_at_the_end)
     assert main([*ARGS, "--out", str(rerun)]) == 2
     captured = capsys.readouterr()
-    assert "error: ppo failed (RuntimeError: simulated crash)" in captured.err
+    assert "error: ppo failed (RuntimeError: simulated crash)" in captured.err and "Traceback" not in captured.err
+    assert "RuntimeError: simulated crash" in (rerun / "errors.log").read_text()  # the traceback went here
     assert "random: finished earlier" in captured.out  # the next method still ran
     failed = json.loads((rerun / "study.json").read_text())
     assert failed["methods"]["ppo"]["status"] == "failed" and failed["methods"]["random"]["status"] == "finished"

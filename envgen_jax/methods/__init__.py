@@ -7,6 +7,7 @@ A method is a module with:
     cycle_phases(cfg, c)      the phases of cycle c (design, train, ...), before the cycle's evaluation
     design(ctx) -> list|dict  the design step of one cycle: per designer {"configs": [...], "purposes": [...]}, or a
                               whole design record (e.g. `fixed` reusing cycle 1's)
+    llm_calls(c, designers)   optional: LLM requests of cycle c's design step (default: one per designer if USES_LLM)
 
 Adding a method is adding a module here and its name to `_MODULES`; the driver (`envgen_jax.loop`) does not change.
 """
@@ -29,3 +30,11 @@ def get(name: str) -> ModuleType:
 
 def uses_llm(name: str) -> bool:
     return get(name).USES_LLM
+
+
+def llm_calls(name: str, cycle: int, num_designers: int) -> int:
+    """LLM requests of method `name`'s design step in `cycle` (repair turns not counted)."""
+    module = get(name)
+    if hasattr(module, "llm_calls"):
+        return module.llm_calls(cycle, num_designers)
+    return num_designers if module.USES_LLM else 0

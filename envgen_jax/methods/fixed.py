@@ -11,3 +11,7 @@ def design(ctx):
     if ctx.cycle > 0:  # a whole record: cycle 1's environments again
         return dict(ctx.previous[0], cycle=ctx.cycle, reused=True)
     return ctx.ask_each(lambda d, success: d.generate(ctx.n))
+
+
+def llm_calls(cycle, num_designers):
+    return num_designers if cycle == 0 else 0  # later cycles reuse cycle 1's environments

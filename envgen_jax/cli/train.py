@@ -2,67 +2,84 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from pathlib import Path
+
+from envgen_jax.schema import ConfigError
 
 TRAIN_HELP = """\
 Run EnvGen (or one of its baselines) from a YAML run configuration.
 
   envgen-jax train --config configs/crafter_envgen.yaml
   envgen-jax train --config configs/smoke.yaml --set seeds=4 --set llm.backend=openai --set llm.model=gpt-4o-mini
+  envgen-jax train --config configs/crafter_envgen.yaml --set seeds=8 --dry-run   # the plan; trains nothing
   envgen-jax train --resume runs/crafter_envgen          # continue a killed run from its newest checkpoint
+
+--dry-run checks the configuration and prints the plan: each phase with its env steps, PPO updates, compiled chunks,
+LLM calls and env slots; the totals; the bank's rows; the size of a checkpoint. It creates nothing.
 
 The run directory gets: config.yaml (resolved), llm_transcript.jsonl, environments/cycle_K.{json,png},
 metrics.jsonl, tb/ (TensorBoard), learning_curve.png, success_by_cycle.png, report.md, report.json and
 checkpoints/. Every setting is listed, with its meaning, in README.md ("Run configuration").
 
 LLM: with no endpoint configured the offline Qwen2.5-Coder-1.5B designer runs locally (llm.model=smollm2-135m
-for a fast smoke run). Point at any OpenAI-compatible
-server with llm.base_url / llm.model or OPENAI_BASE_URL / OPENAI_API_KEY.
+for a fast smoke run). Point at any OpenAI-compatible server with llm.base_url / llm.model or OPENAI_BASE_URL /
+OPENAI_API_KEY.
+
+Exit status: 0 finished (or --dry-run: the configuration is valid), 1 bad input (a setting, a file, an argument),
+2 the run failed (the LLM step or training; its checkpoints are kept and --resume continues it), 130 interrupted.
 """
 
 
-def add_train_commands(sub) -> None:
-    p = sub.add_parser("train", help="run EnvGen or a baseline; resume a killed run", description=TRAIN_HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_commands(commands) -> None:
+    """Register `train` and `study` on the top-level subparsers."""
+    add_train_command(commands)
+    add_study_command(commands)
+
+
+def add_train_command(commands) -> None:
+    p = commands.add_parser("train", help="run EnvGen or a baseline; resume a killed run; --dry-run: the plan",
+                            description=TRAIN_HELP)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--config", metavar="FILE.yaml", help="run configuration (see configs/)")
     what.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its newest checkpoint")
     p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                    help="override settings, e.g. --set seeds=8 schedule.cycles=2 (several per --set, and repeatable)")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<config name>)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the configuration and print the plan, then stop: nothing trains, nothing is written")
     p.set_defaults(handler=cmd_train)
 
 
 def cmd_train(args) -> int:
-    from envgen_jax.llm.errors import DesignError, LLMError
     from envgen_jax.loop import EnvGenRun, check_no_run_there
+    from envgen_jax.plan import describe_plan
     from envgen_jax.run_config import load_run_config
 
     if args.resume:
-        if args.overrides or args.out:
-            print("error: --resume continues a run exactly as configured; --set and --out do not apply",
-                  file=sys.stderr)
-            return 1
         out = Path(args.resume)
+        if args.overrides or args.out:
+            raise ConfigError(["--resume continues a run exactly as configured; --set and --out do not apply"],
+                              what="arguments")
         if not (out / "config.yaml").exists():
-            print(f"error: {out} holds no run (no config.yaml)", file=sys.stderr)
-            return 1
-        run = EnvGenRun.resume(out)
+            raise ConfigError([f"{out} holds no run (no config.yaml)"], what="--resume")
+        cfg = load_run_config(out / "config.yaml")
     else:
         cfg = load_run_config(args.config, args.overrides)
         out = Path(args.out or Path("runs") / Path(args.config).stem)
         check_no_run_there(out)
-        run = EnvGenRun(cfg, out)
+    if args.dry_run:
+        print(describe_plan(cfg))
+        print(f"\ndry run: the configuration is valid; nothing trained, nothing written (run directory: {out})")
+        return 0
+    run = EnvGenRun.resume(out) if args.resume else EnvGenRun(cfg, out)
     start = time.monotonic()
     try:
         run.run()
-    except (LLMError, DesignError) as e:
-        print(f"error: the LLM step failed: {e}\nNothing checkpointed was lost; fix the endpoint and continue with:"
-              f"\n  envgen-jax train --resume {out}", file=sys.stderr)
-        return 2
+    except (Exception, KeyboardInterrupt) as e:
+        if (out / "config.yaml").exists():
+            e.add_note(f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}")
+        raise
     print(f"finished in {time.monotonic() - start:.0f}s: {out / 'report.md'}")
     return 0
 
@@ -79,9 +96,9 @@ inside it. The study's resolved settings are kept in OUT/study.yaml.
 
 Resuming: run the same command again, after a kill or in a later session. Finished runs are reused, started runs
 resume from their newest checkpoint, the rest start. A rerun must use the same settings (exit 1 naming each
-difference), but it may add methods. If a method fails (an LLM error, say), the error goes to stderr, the next
-method runs, and the command exits 2; the same command then retries the failed method. Long studies can run in the
-background (nohup ... &) and be continued this way.
+difference), but it may add methods. If a method fails (an LLM error, say), the error goes to stderr (its traceback
+to OUT/errors.log), the next method runs, and the command exits 2; the same command then retries the failed method.
+Long studies can run in the background (nohup ... &) and be continued this way.
 
 Outputs, rewritten after every method from the run directories' files (report.json, metrics.jsonl):
   study.md, study.json       per method: the score and reward (mean +/- std over seeds, every seed's value, a 95%
@@ -97,9 +114,9 @@ Exit status: 0 all methods finished, 1 bad input or settings, 2 some method fail
 """
 
 
-def add_study_commands(sub) -> None:
-    p = sub.add_parser("study", help="train several methods alike and compare them (resumable)",
-                       description=STUDY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_study_command(commands) -> None:
+    p = commands.add_parser("study", help="train several methods alike and compare them (resumable)",
+                            description=STUDY_HELP)
     p.add_argument("--config", metavar="FILE.yaml", required=True,
                    help="run configuration every method shares (its `method` is replaced), e.g. configs/study_cpu.yaml")
     p.add_argument("--methods", default="ppo,envgen,fixed,random,easy_to_hard,adversarial", metavar="M1,M2,...",
