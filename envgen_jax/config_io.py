@@ -13,6 +13,7 @@ configuration should list every problem at once with its path and allowed values
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from pathlib import Path
@@ -21,6 +22,46 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from envgen_jax.schema import ConfigError
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error: PyYAML keeps the last one
+    silently, so a second `ppo:` section would reset every PPO value of the first. Merge keys (`<<: *base`) still
+    override what they merge."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._checked_nodes: set[int] = set()
+
+    def flatten_mapping(self, node):
+        if id(node) not in self._checked_nodes:  # a node's own keys, seen before merges are flattened into it
+            self._checked_nodes.add(id(node))
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                            f"found duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+        super().flatten_mapping(node)
+
+
+def parse_yaml(text: str | bytes) -> Any:
+    """YAML text (or UTF-8/16 bytes) to Python values; ValueError with the reason for anything that does not read.
+
+    PyYAML raises YAMLError for bad syntax, but lets its value constructors' own errors through: ValueError for
+    '2001-13-45' (read as a date) or a 5000-digit integer, AttributeError for '!!timestamp x', KeyError for
+    '!!bool maybe', RecursionError for deep nesting. All of them mean the same to a reader of settings."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as e:
+        raise ValueError(str(e)) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except Exception as e:  # noqa: BLE001 -- see above: any failure of the YAML reader is unreadable text
+        raise ValueError(f"{type(e).__name__}: {e}") from None
 
 
 def _type_name(tp) -> str:
@@ -82,7 +123,14 @@ def _coerce(value: Any, tp: Any, path: str, problems: list[str]) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             problems.append(f"{path}: expected a number, got {value!r}")
             return value
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            problems.append(f"{path}: expected a number, got an integer too large for one")
+            return value
+        if math.isnan(number):  # NaN passes every `x < 0` check and poisons what it touches
+            problems.append(f"{path}: expected a number, got nan")
+        return number
     if tp is str:
         if not isinstance(value, str):
             problems.append(f"{path}: expected a string, got {value!r}")
@@ -91,7 +139,8 @@ def _coerce(value: Any, tp: Any, path: str, problems: list[str]) -> Any:
 
 
 def from_mapping(cls, data: Any, path: str = "", problems: list[str] | None = None):
-    """Build dataclass `cls` from a (nested) mapping. Missing keys keep their defaults."""
+    """Build dataclass `cls` from a (nested) mapping. Missing keys keep their defaults. Problems raise one
+    ConfigError; with `problems` given they are appended to it instead, and None is returned."""
     own = problems is None
     problems = [] if own else problems
     start = len(problems)
@@ -99,6 +148,8 @@ def from_mapping(cls, data: Any, path: str = "", problems: list[str] | None = No
         data = {}
     if not isinstance(data, Mapping):
         problems.append(f"{path or 'config'}: expected a mapping of settings, got {data!r}")
+        if own:
+            raise ConfigError(problems, what="settings")
         return None
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
@@ -144,39 +195,54 @@ def to_mapping(obj) -> dict:
     return out
 
 
-def apply_overrides(data: dict, overrides: Sequence[str]) -> dict:
-    """`a.b.c=value` strings onto a nested dict; values are read as YAML (8, 3e-4, true, [1, 2], null, text)."""
+def apply_overrides(data: dict, overrides: Sequence[str], problems: list[str] | None = None) -> dict:
+    """`a.b.c=value` strings onto a nested dict; values are read as YAML (8, 3e-4, true, [1, 2], null, text), and
+    text that YAML cannot read is taken as it is. A later override of the same key wins; an override inside a key
+    that holds a value other than a mapping (`ppo: 3`, then `ppo.width=8`) is an error naming that key, since
+    replacing the value would silently drop it. Problems raise a ConfigError, or with `problems` are appended to it
+    (and the override is left out), so that a caller can report them with those of the settings."""
     data = dict(data)
-    problems = []
+    own = problems is None
+    problems = [] if own else problems
     for item in overrides:
         key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
+        parts = key.strip().split(".")
+        if not sep or not all(part.strip() for part in parts):
             problems.append(f"--set {item!r}: expected KEY.PATH=VALUE, e.g. --set ppo.num_envs=1024")
             continue
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            value = parse_yaml(raw) if raw.strip() else ""
+        except ValueError:
             value = raw
         node = data
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
+        for depth, part in enumerate(parts[:-1]):
             child = node.get(part)
-            child = dict(child) if isinstance(child, Mapping) else {}
+            if child is not None and not isinstance(child, Mapping):
+                problems.append(f"{'.'.join(parts[:depth + 1])}: {child!r} is not a mapping of settings, so "
+                                f"--set {item!r} cannot set a value inside it")
+                break
+            child = dict(child or {})
             node[part] = child
             node = child
-        node[parts[-1]] = value
-    if problems:
+        else:
+            node[parts[-1]] = value
+    if problems and own:
         raise ConfigError(problems, what="--set overrides")
     return data
 
 
 def load_yaml(path: str | Path) -> dict:
+    """A YAML file's top-level mapping; ConfigError (naming the file) for anything else, duplicate keys included."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_bytes()  # PyYAML decodes (UTF-8, or UTF-16 with a byte-order mark) and reports bad bytes
     except FileNotFoundError:
         raise ConfigError([f"{path}: no such file"], what="run configuration") from None
-    except yaml.YAMLError as e:
+    except OSError as e:
+        raise ConfigError([f"{path}: cannot be read ({e.strerror or e})"], what="run configuration") from None
+    try:
+        data = parse_yaml(text)
+    except ValueError as e:
         raise ConfigError([f"{path}: not valid YAML ({e})"], what="run configuration") from None
     if data is None:
         return {}

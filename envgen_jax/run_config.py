@@ -78,6 +78,9 @@ class EvalConfig:
 
     def __post_init__(self):
         problems = choice_problems(self, "eval.")
+        for name in ("num_envs", "episodes_per_env", "max_steps"):
+            if getattr(self, name) < 1:
+                problems.append(f"eval.{name}: {getattr(self, name)} is below the minimum 1")
         if problems:
             raise ConfigError(problems, what="eval")
 
@@ -85,7 +88,7 @@ class EvalConfig:
 @dataclasses.dataclass(frozen=True)
 class OutputConfig:
     checkpoint_minutes: float = 5.0
-    """also checkpoint between chunks when this many minutes passed since the last checkpoint"""
+    """also checkpoint between chunks when this many minutes passed since the last checkpoint (0: after every chunk)"""
     keep_checkpoints: int = 2
     """newest checkpoints kept on disk"""
     tensorboard: bool = True
@@ -96,8 +99,13 @@ class OutputConfig:
     """progress bar on the terminal"""
 
     def __post_init__(self):
+        problems = []
         if self.keep_checkpoints < 1:
-            raise ConfigError([f"output.keep_checkpoints: {self.keep_checkpoints} is below the minimum 1"])
+            problems.append(f"output.keep_checkpoints: {self.keep_checkpoints} is below the minimum 1")
+        if self.checkpoint_minutes < 0:
+            problems.append(f"output.checkpoint_minutes: {self.checkpoint_minutes} is below the minimum 0")
+        if problems:
+            raise ConfigError(problems, what="output")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,4 +177,8 @@ class RunConfig:
 def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
     """Read a YAML run configuration and apply `--set` overrides; every problem is reported at once."""
     data = load_yaml(path) if path else {}
-    return from_mapping(RunConfig, apply_overrides(data, overrides))
+    problems: list[str] = []
+    config = from_mapping(RunConfig, apply_overrides(data, overrides, problems), problems=problems)
+    if problems:  # a wrong --set string is reported with the settings' problems
+        raise ConfigError(problems, what="run configuration")
+    return config

@@ -105,7 +105,7 @@ class LLMSettings:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "LLMSettings":
         """Build from a run configuration's `llm:` mapping, through the run configuration's parser."""
-        return from_mapping(cls, dict(data or {}), "llm")
+        return from_mapping(cls, data, "llm")  # None: the defaults; not a mapping: a ConfigError naming `llm`
 
     @classmethod
     def from_file(cls, path: str | Path) -> "LLMSettings":
