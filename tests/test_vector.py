@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from envgen_jax.envs.crafter import CrafterConfig, make_params
-from envgen_jax.envs.vector import VecEnv
+from envgen_jax.envs.vector import VecEnv, VecState
 
 N, ROWS, T = 8, 4, 90
 LENGTHS = [4, 5, 6, 7]
@@ -80,3 +80,75 @@ def test_row_stats_count_stale_restarts_per_row(run):
     expected = [int((done & stale & (row == r)).sum()) for r in range(ROWS)]
     assert np.asarray(stats.stale_resets).tolist() == expected
     assert 0 < sum(expected) < int(np.asarray(stats.episodes).sum())
+
+
+# -- the sampled layout: each episode's row is drawn from traced probabilities ------------------------------------
+
+class _Sampled:
+    """One compiled rollout of MarkerEnv under the sampled layout; counts its Python traces."""
+
+    def __init__(self, num_envs, steps, resets_per_step):
+        from envgen_jax.envs.vector import RowSampler
+        from envgen_jax.trainer.probes import MarkerEnv
+
+        self.traces = 0
+        venv = VecEnv(MarkerEnv(), num_envs, resets_per_step=resets_per_step)
+
+        @jax.jit
+        def rollout(key, bank, probs):
+            self.traces += 1
+            sampler = RowSampler(probs)
+            reset_key, run_key = jax.random.split(key)
+            obs, vstate = venv.reset(reset_key, bank, sampler)
+
+            def body(carry, key):
+                obs, vstate = carry
+                next_obs, vstate, info = venv.step(key, vstate, jnp.zeros(num_envs, jnp.int32), bank, sampler)
+                return (next_obs, vstate), (obs.argmax(-1), info)
+
+            return jax.lax.scan(body, (obs, vstate), jax.random.split(run_key, steps))[1]
+
+        self.rollout = rollout
+
+
+def _marker_bank(lengths):
+    from envgen_jax.trainer.probes import make_bank
+    return make_bank(np.asarray(lengths, np.float32), shifts=np.arange(len(lengths)))
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    return _Sampled(num_envs=8, steps=120, resets_per_step=1)
+
+
+def test_sampled_episodes_are_recorded_under_their_worlds_row(sampled):
+    lengths = [1, 2, 3, 5]
+    shown, info = jax.device_get(sampled.rollout(jax.random.PRNGKey(1), _marker_bank(lengths),
+                                                 jnp.asarray([0.1, 0.2, 0.3, 0.4])))
+    # The observation the step ran on reveals its world's row: the step (and its finished episode) is booked there.
+    assert (info.row == shown).all()
+    done = np.asarray(info.done)
+    assert done.sum() > 100 and np.asarray(info.stale_reset).any() and (done & ~info.stale_reset).any()
+    # Every finished episode lasted its row's length: no episode mixes two rows.
+    assert (info.episode_length[done] == np.asarray(lengths)[info.row[done]]).all()
+    assert set(np.unique(info.row[done])) == {0, 1, 2, 3}
+
+
+def test_sampled_rows_follow_probs_and_new_probs_never_recompile():
+    run = _Sampled(num_envs=16, steps=200, resets_per_step=16)  # every spare refreshed each step: draws are iid
+    bank = _marker_bank([1, 1, 1, 1])
+    for i, probs in enumerate([[0.1, 0.2, 0.3, 0.4], [0.0, 0.5, 0.0, 0.5]]):
+        _, info = jax.device_get(run.rollout(jax.random.PRNGKey(i), bank, jnp.asarray(probs)))
+        rows = info.row[info.done]
+        freq = np.bincount(rows, minlength=4) / rows.size
+        assert rows.size == 16 * 200
+        np.testing.assert_allclose(freq, probs, atol=0.03)  # 3200 draws: the standard error is below 0.009
+    # New contents of the bank and of the probabilities are traced values.
+    run.rollout(jax.random.PRNGKey(9), _marker_bank([2, 3, 1, 1]), jnp.asarray([1.0, 0.0, 0.0, 0.0]))
+    assert run.traces == 1
+
+
+def test_fixed_layout_carries_no_row_fields():
+    from envgen_jax.trainer.probes import MarkerEnv
+    _, vstate = VecEnv(MarkerEnv(), 4).reset(jax.random.PRNGKey(0), _marker_bank([1, 2]), jnp.asarray([0, 1, 0, 1]))
+    assert type(vstate) is VecState and not hasattr(vstate, "row")

@@ -12,6 +12,16 @@ generations, and a new world never comes from another row. If a slot ends episod
 refreshed, it restarts in its previous starting world (still its own row); `StepInfo.stale_reset` counts those so the
 rate can be tuned.
 
+Two layouts (`rows` argument of reset/step):
+* fixed (an i32[N] array, the default): slot i always runs row rows[i], as above;
+* sampled (a `RowSampler(probs)`, probs a traced f32[K] of weights): each episode's row is drawn from `probs`.
+  A slot's spare is generated from a row sampled when the spare is (re)generated, and `VecState.spare_row` keeps
+  it; at an episode end the slot swaps in the spare *and its row*, so every episode runs, and is recorded under,
+  the row its world came from (a stale restart reuses the spare and its row). New probs never recompile; the
+  refresh still costs `refresh_count` generations per step. The fixed layout carries no row fields and
+  takes exactly the code path (and PRNG splits) it took before the sampled layout existed; the sampled one's state
+  is a `SampledVecState`.
+
 The env protocol (gymnax-style, one environment): `reset(key, params) -> (obs, state)`,
 `step(key, state, action, params) -> (obs, state, reward, done, info)` with info["truncated"] and
 info["achievements"]; attributes `obs_shape`, `num_actions`, `achievement_names`.
@@ -36,6 +46,25 @@ class VecState:
     episode_return: jax.Array  # f32[N] running return of the current episode
     episode_length: jax.Array  # i32[N]
     refresh_cursor: jax.Array  # i32: where the round-robin refresh continues
+
+
+@struct.dataclass
+class SampledVecState(VecState):
+    """VecState of the sampled layout (a subclass, so the fixed layout's state and checkpoints stay as they were)."""
+
+    row: jax.Array        # i32[N]: the row of each slot's current world
+    spare_row: jax.Array  # i32[N]: the row each spare was generated from
+
+
+@struct.dataclass
+class RowSampler:
+    """The sampled layout: every episode's row is drawn from `probs` (f32[K] nonnegative weights, normalised when
+    drawn; traced, so new values never recompile). Rows with weight 0 are never drawn."""
+
+    probs: jax.Array
+
+    def draw(self, key: jax.Array, n: int) -> jax.Array:
+        return jax.random.choice(key, self.probs.shape[-1], (n,), p=self.probs).astype(jnp.int32)
 
 
 @struct.dataclass
@@ -78,19 +107,30 @@ class VecEnv:
     def refresh_count(self) -> int:
         return min(self.num_envs, self.resets_per_step or max(1, self.num_envs // 256))
 
-    def reset(self, key: jax.Array, bank, rows: jax.Array) -> tuple[jax.Array, VecState]:
-        """Fresh worlds (and fresh spares) for every slot from its row. Call after changing which rows slots run."""
-        key_now, key_spare = jax.random.split(key)
-        params = _gather(bank, rows)
-        reset = jax.vmap(self.env.reset)
-        obs, state = reset(jax.random.split(key_now, self.num_envs), params)
-        spare_obs, spare = reset(jax.random.split(key_spare, self.num_envs), params)
+    def reset(self, key: jax.Array, bank, rows: "jax.Array | RowSampler") -> tuple[jax.Array, VecState]:
+        """Fresh worlds (and fresh spares) for every slot from its row (fixed layout) or from rows drawn from
+        `rows.probs` (sampled layout). Call after changing which rows slots run."""
         n = self.num_envs
-        return obs, VecState(env=state, spare=spare, spare_obs=spare_obs, spare_fresh=jnp.ones(n, bool),
-                             episode_return=jnp.zeros(n, jnp.float32), episode_length=jnp.zeros(n, jnp.int32),
-                             refresh_cursor=jnp.zeros((), jnp.int32))
+        if isinstance(rows, RowSampler):
+            key_now, key_spare, key_rows = jax.random.split(key, 3)
+            row, spare_row = rows.draw(key_rows, 2 * n).reshape(2, n)
+        else:
+            key_now, key_spare = jax.random.split(key)
+            row = spare_row = rows
+        reset = jax.vmap(self.env.reset)
+        obs, state = reset(jax.random.split(key_now, n), _gather(bank, row))
+        spare_obs, spare = reset(jax.random.split(key_spare, n), _gather(bank, spare_row))
+        fields = dict(env=state, spare=spare, spare_obs=spare_obs, spare_fresh=jnp.ones(n, bool),
+                      episode_return=jnp.zeros(n, jnp.float32), episode_length=jnp.zeros(n, jnp.int32),
+                      refresh_cursor=jnp.zeros((), jnp.int32))
+        if isinstance(rows, RowSampler):
+            return obs, SampledVecState(**fields, row=row, spare_row=spare_row)
+        return obs, VecState(**fields)
 
-    def step(self, key: jax.Array, vstate: VecState, actions: jax.Array, bank, rows: jax.Array):
+    def step(self, key: jax.Array, vstate: VecState, actions: jax.Array, bank, rows: "jax.Array | RowSampler"):
+        sampler = rows if isinstance(rows, RowSampler) else None
+        if sampler is not None:
+            rows = vstate.row
         key_step, key_refresh = jax.random.split(key)
         params = _gather(bank, rows)
         obs, state, reward, done, info = jax.vmap(self.env.step)(
@@ -110,19 +150,28 @@ class VecEnv:
         vstate = vstate.replace(env=state, spare_fresh=vstate.spare_fresh & ~done,
                                 episode_return=jnp.where(done, 0.0, episode_return),
                                 episode_length=jnp.where(done, 0, episode_length))
-        return obs, self._refresh_spares(key_refresh, vstate, bank, rows), step_info
+        if sampler is not None:  # the next episode runs the spare's row
+            vstate = vstate.replace(row=jnp.where(done, vstate.spare_row, vstate.row))
+        return obs, self._refresh_spares(key_refresh, vstate, bank, rows, sampler), step_info
 
-    def _refresh_spares(self, key, vstate: VecState, bank, rows) -> VecState:
-        """Regenerate up to `refresh_count` stale spares, round-robin from the cursor, each from its own row."""
+    def _refresh_spares(self, key, vstate: VecState, bank, rows, sampler: RowSampler | None = None) -> VecState:
+        """Regenerate up to `refresh_count` stale spares, round-robin from the cursor, each from its own row
+        (fixed layout) or from a row freshly drawn from the sampler (sampled layout)."""
         n, k = self.num_envs, self.refresh_count
         stale_from_cursor = jnp.roll(~vstate.spare_fresh, -vstate.refresh_cursor)
         (picked,) = jnp.nonzero(stale_from_cursor, size=k, fill_value=n)
         valid = picked < n
         slots = jnp.where(valid, (picked + vstate.refresh_cursor) % n, n)  # n = out of range: dropped below
-        new_obs, new_spare = jax.vmap(self.env.reset)(
-            jax.random.split(key, k), _gather(bank, rows[jnp.minimum(slots, n - 1)]))
+        if sampler is None:
+            new_rows = rows[jnp.minimum(slots, n - 1)]
+        else:
+            key, key_rows = jax.random.split(key)
+            new_rows = sampler.draw(key_rows, k)
+        new_obs, new_spare = jax.vmap(self.env.reset)(jax.random.split(key, k), _gather(bank, new_rows))
         scatter = lambda old, new: old.at[slots].set(new, mode="drop")  # noqa: E731
         last = jnp.max(jnp.where(valid, picked, -1))
+        if sampler is not None:
+            vstate = vstate.replace(spare_row=scatter(vstate.spare_row, new_rows))
         return vstate.replace(
             spare=jax.tree.map(scatter, vstate.spare, new_spare),
             spare_obs=scatter(vstate.spare_obs, new_obs),

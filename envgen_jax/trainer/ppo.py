@@ -10,7 +10,8 @@ One chunk = `lax.scan` over `num_updates` PPO updates; one update = `lax.scan` o
 a reverse-scan GAE, then `update_epochs` x `num_minibatches` Adam steps in two nested scans. The host acts only
 between chunks (the EnvGen LLM step goes there).
 
-* `bank` (env params pytree with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N] per seed)
+* `bank` (env params pytree with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N] per seed;
+  or `envs.vector.RowSampler(probs)` with probs f32[K] or [S, K]: every episode's row drawn from probs)
   are traced arguments: new values never recompile; a new K or N does (it changes shapes). Per-seed configs
   (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing into each seed's block.
 * `PPOConfig` is static (frozen, hashable): shapes, loop sizes and hyperparameters are closed over, so a new
@@ -37,6 +38,7 @@ from flax import struct
 
 from envgen_jax.config_io import choice_problems
 from envgen_jax.schema import ConfigError
+from envgen_jax.trainer import level_sampler as ls
 from envgen_jax.trainer.metrics import ChunkMetrics, LossStats, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, policy
 
@@ -170,6 +172,13 @@ class TrainState:
 
 
 @struct.dataclass
+class PLRTrainState(TrainState):
+    """The TrainState of a trainer with a level sampler: the sampler's state travels (and is checkpointed) with it."""
+
+    sampler: Any  # level_sampler.SamplerState
+
+
+@struct.dataclass
 class Transition:
     obs: jax.Array
     action: jax.Array
@@ -203,14 +212,44 @@ def compute_gae(rewards, values, dones, truncated, last_value, gamma, gae_lambda
     return adv, adv + values
 
 
+def _normalise(adv, mask):
+    """Advantage normalisation (over the masked samples when a mask is given)."""
+    if mask is None:
+        return (adv - adv.mean()) / (adv.std() + 1e-8)
+    mu = _masked_mean(adv, mask)
+    return (adv - mu) / (jnp.sqrt(_masked_mean(jnp.square(adv - mu), mask)) + 1e-8)
+
+
+def _masked_mean(x, mask):
+    """Mean over the masked entries (0 for an all-False mask)."""
+    w = mask.astype(x.dtype)
+    return jnp.mean(x * w) * (w.size / jnp.maximum(w.sum(), 1.0))
+
+
+def _some(mask):
+    """The mask, or all True where it selects nothing (keeps masked means finite; their gradients are dropped)."""
+    return jnp.where(mask.any(), mask, True)
+
+
 def _default_vecenv(env, cfg: PPOConfig, num_envs: int):
     from envgen_jax.envs.vector import VecEnv
 
     return VecEnv(env, num_envs, cfg.resets_per_step)
 
 
+def _layout(rows):
+    """The VecEnv layout argument: a RowSampler (sampled rows) or None (a trainer with a level sampler) as given,
+    else the fixed rows as i32."""
+    from envgen_jax.envs.vector import RowSampler
+
+    return rows if rows is None or isinstance(rows, RowSampler) else jnp.asarray(rows, jnp.int32)
+
+
 def _rows_axis(rows) -> int | None:
-    return 0 if jnp.ndim(rows) == 2 else None
+    """vmap axis of the layout: per-seed rows [S, N] (or per-seed probs [S, K]) map over seeds."""
+    from envgen_jax.envs.vector import RowSampler
+
+    return 0 if jnp.ndim(rows.probs if isinstance(rows, RowSampler) else rows) == 2 else None
 
 
 def _num_rows(bank) -> int:
@@ -243,9 +282,10 @@ class Trainer:
     Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
     """
 
-    def __init__(self, env, cfg: PPOConfig, venv=None):
+    def __init__(self, env, cfg: PPOConfig, venv=None, level_sampler: ls.LevelSampler | None = None):
         self.env = env
         self.cfg = cfg
+        self.level_sampler = level_sampler
         self.venv = venv if venv is not None else _default_vecenv(env, cfg, cfg.num_envs)
         self.obs_shape = tuple(env.obs_shape)
         self.num_actions = int(env.num_actions)
@@ -289,11 +329,20 @@ class Trainer:
         k_params, _, _ = jax.random.split(key, 3)
         return self.network.init(k_params, jnp.zeros(self.obs_shape, jnp.float32))
 
+    def _layout(self, rows, sampler):
+        """What the VecEnv runs: with a level sampler, rows drawn from its current distribution (`rows` unused)."""
+        if self.level_sampler is None:
+            return rows
+        from envgen_jax.envs.vector import RowSampler
+        return RowSampler(ls.level_probs(self.level_sampler, sampler))
+
     def _init_one(self, key, params, bank, rows):
         _, k_reset, k_run = jax.random.split(key, 3)
-        obs, env_state = self._venv_reset(k_reset, bank, rows)
-        return TrainState(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
-                          update_step=jnp.int32(0), env_steps=jnp.int32(0))
+        sampler = None if self.level_sampler is None else ls.SamplerState.empty(_num_rows(bank))
+        obs, env_state = self._venv_reset(k_reset, bank, self._layout(rows, sampler))
+        fields = dict(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
+                      update_step=jnp.int32(0), env_steps=jnp.int32(0))
+        return TrainState(**fields) if sampler is None else PLRTrainState(**fields, sampler=sampler)
 
     def _init(self, keys, params, bank, rows):
         self.trace_counts["init"] += 1
@@ -306,14 +355,14 @@ class Trainer:
         # custom calls) over seeds deadlocked jaxlib 0.10's CPU runtime once a program held six or more of them
         # (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
         params = jax.tree.map(lambda *xs: jnp.stack(xs), *[self._params_jit(k) for k in keys])
-        return self._init_jit(keys, params, bank, jnp.asarray(rows, jnp.int32))
+        return self._init_jit(keys, params, bank, _layout(rows))
 
     def _reset_envs(self, ts, bank, rows):
         self.trace_counts["reset_envs"] += 1
 
         def one(ts, rows):
             key, k_reset = jax.random.split(ts.key)
-            obs, env_state = self._venv_reset(k_reset, bank, rows)
+            obs, env_state = self._venv_reset(k_reset, bank, self._layout(rows, getattr(ts, "sampler", None)))
             return ts.replace(obs=obs, env_state=env_state, key=key)
 
         return jax.vmap(one, in_axes=(0, _rows_axis(rows)))(ts, rows)
@@ -325,12 +374,12 @@ class Trainer:
         running episodes, and the VecEnv's pre-generated spare worlds, were built from the old rows, so without a
         reset their lengths, returns and achievements would mix two configs. Writing only rows that no slot runs
         needs no reset. (Costs one world generation per env slot, plus the spares.)"""
-        return self._reset_jit(ts, bank, jnp.asarray(rows, jnp.int32))
+        return self._reset_jit(ts, bank, _layout(rows))
 
     def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
         keys = self._seeds(seeds)
         params = jax.eval_shape(jax.vmap(self._init_params), keys)
-        return jax.eval_shape(self._init, keys, params, bank, jnp.asarray(rows, jnp.int32))
+        return jax.eval_shape(self._init, keys, params, bank, _layout(rows))
 
     # -- one PPO update ---------------------------------------------------------------------------------------
     def _rollout(self, params, obs, env_state, key, bank, rows):
@@ -350,43 +399,58 @@ class Trainer:
         (obs, env_state), (traj, infos) = jax.lax.scan(env_step, (obs, env_state), keys)
         return obs, env_state, traj, infos
 
-    def _loss(self, params, mb: Transition, adv, targets):
+    def _loss(self, params, mb: Transition, adv, targets, mask=None):
+        """PPO loss; `mask` (bool per sample, robust PLR) averages every term over the masked samples only."""
         cfg = self.cfg
+        mean = (lambda x: x.mean()) if mask is None else functools.partial(_masked_mean, mask=mask)
         logits, value = self.apply(params, mb.obs)
         pi = policy(logits)
         log_prob = pi.log_prob(mb.action)
 
         if cfg.clip_value:
             v_clip = mb.value + jnp.clip(value - mb.value, -cfg.clip_eps, cfg.clip_eps)
-            value_loss = 0.5 * jnp.maximum(jnp.square(value - targets), jnp.square(v_clip - targets)).mean()
+            value_loss = 0.5 * mean(jnp.maximum(jnp.square(value - targets), jnp.square(v_clip - targets)))
         else:
-            value_loss = 0.5 * jnp.square(value - targets).mean()
+            value_loss = 0.5 * mean(jnp.square(value - targets))
 
         if cfg.adv_norm == "minibatch":
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            adv = _normalise(adv, mask)
         log_ratio = log_prob - mb.log_prob
         ratio = jnp.exp(log_ratio)
         pg1 = ratio * adv
         pg2 = jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * adv
-        policy_loss = -jnp.minimum(pg1, pg2).mean()
-        entropy = pi.entropy().mean()
+        policy_loss = -mean(jnp.minimum(pg1, pg2))
+        entropy = mean(pi.entropy())
         total = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
         aux = dict(value_loss=value_loss, policy_loss=policy_loss, entropy=entropy,
-                   approx_kl=((ratio - 1.0) - log_ratio).mean(),
-                   clip_frac=(jnp.abs(ratio - 1.0) > cfg.clip_eps).mean())
+                   approx_kl=mean((ratio - 1.0) - log_ratio),
+                   clip_frac=mean(jnp.abs(ratio - 1.0) > cfg.clip_eps))
         return total, aux
 
-    def _learn(self, params, opt_state, traj: Transition, adv, targets, key):
+    def _learn(self, params, opt_state, traj: Transition, adv, targets, key, mask=None):
+        """Epochs of minibatch Adam steps. `mask` (bool[T, N] or None): robust PLR's steps that give gradients; a
+        minibatch without any gives zero gradients. None takes exactly the unmasked code path."""
         cfg = self.cfg
         if cfg.adv_norm == "batch":
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        batch = (traj, adv, targets)
+            adv = _normalise(adv, None) if mask is None else jnp.where(mask.all(), _normalise(adv, None),
+                                                                       _normalise(adv, _some(mask)))
+        batch = (traj, adv, targets) if mask is None else (traj, adv, targets, mask)
         batch = jax.tree.map(lambda x: x.reshape((cfg.batch_size,) + x.shape[2:]), batch)
         grad_fn = jax.value_and_grad(self._loss, has_aux=True)
 
         def minibatch_step(carry, mb):
             params, opt_state = carry
-            (total, aux), grads = grad_fn(params, *mb)
+            if mask is None:
+                (total, aux), grads = grad_fn(params, *mb)
+            else:
+                *mb, mb_mask = mb
+
+                def masked():  # an all-False minibatch: loss on all samples (finite), then zero gradients
+                    out, grads = grad_fn(params, *mb, _some(mb_mask))
+                    return out, jax.tree.map(lambda g: jnp.where(mb_mask.any(), g, 0.0), grads)
+
+                # A fully replayed minibatch takes exactly the unmasked update.
+                (total, aux), grads = jax.lax.cond(mb_mask.all(), lambda: grad_fn(params, *mb), masked)
             updates, opt_state = self.tx.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
             return (params, opt_state), dict(aux, total_loss=total, grad_norm=optax.tree.norm(grads))
@@ -403,15 +467,21 @@ class Trainer:
         return params, opt_state, jax.tree.map(jnp.mean, stats)
 
     def _update(self, ts: TrainState, bank, rows):
-        cfg = self.cfg
+        cfg, hp = self.cfg, self.level_sampler
         key, k_roll, k_learn = jax.random.split(ts.key, 3)
-        obs, env_state, traj, infos = self._rollout(ts.params, ts.obs, ts.env_state, k_roll, bank, rows)
+        layout = self._layout(rows, getattr(ts, "sampler", None))
+        obs, env_state, traj, infos = self._rollout(ts.params, ts.obs, ts.env_state, k_roll, bank, layout)
         _, last_value = self.apply(ts.params, obs)
         adv, targets = compute_gae(traj.reward, traj.value, traj.done, traj.truncated, last_value, cfg.gamma,
                                    cfg.gae_lambda, cfg.bootstrap_truncated)
         lr = self.learning_rate(ts.update_step * cfg.num_minibatches * cfg.update_epochs)
-        params, opt_state, stats = self._learn(ts.params, ts.opt_state, traj, adv, targets, k_learn)
+        # Robust PLR: gradients only from steps in rows already scored when the update began (replayed levels).
+        mask = ts.sampler.seen[infos.row] if hp is not None and hp.robust else None
+        params, opt_state, stats = self._learn(ts.params, ts.opt_state, traj, adv, targets, k_learn, mask)
         losses = LossStats(learning_rate=lr, **stats)
+        if hp is not None:
+            ts = ts.replace(sampler=ls.update(hp, ts.sampler, *ls.row_scores(hp, ts.sampler, infos.row, adv,
+                                                                                traj.value, infos)))
         ts = ts.replace(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=key,
                         update_step=ts.update_step + 1, env_steps=ts.env_steps + cfg.steps_per_update)
         return ts, infos, losses
@@ -436,7 +506,7 @@ class Trainer:
     def compile_train_chunk(self, ts: TrainState, bank, rows, num_updates: int):
         """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows) -> (ts, metrics).
         Use it to time compilation on its own; it shares nothing with the `train_chunk` cache."""
-        return self._chunk_jit.lower(ts, bank, jnp.asarray(rows, jnp.int32), num_updates=num_updates).compile()
+        return self._chunk_jit.lower(ts, bank, _layout(rows), num_updates=num_updates).compile()
 
     def train_chunk(self, ts: TrainState, bank, rows, num_updates: int) -> tuple[TrainState, ChunkMetrics]:
         """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards).
@@ -444,10 +514,12 @@ class Trainer:
         bank: env params with leading K rows; rows: i32[N] or i32[S, N] (the bank row of each env slot; the
         VecEnv reads both on every step, so after moving slots to other rows call `reset_envs` first).
         Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
-        return self._chunk_jit(ts, bank, jnp.asarray(rows, jnp.int32), num_updates=num_updates)
+        return self._chunk_jit(ts, bank, _layout(rows), num_updates=num_updates)
 
 
-def make_trainer(env, cfg: PPOConfig, venv=None) -> Trainer:
+def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler: ls.LevelSampler | None = None) -> Trainer:
     """A Trainer for `env` (the project's env protocol) and `cfg`. `venv` overrides the default
-    `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`."""
-    return Trainer(env, cfg, venv)
+    `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`. With `level_sampler` (robust PLR) every episode's row
+    is drawn from the sampler's distribution over the whole bank (the `rows` arguments are unused), and the
+    TrainState carries the sampler's state, updated after every PPO update."""
+    return Trainer(env, cfg, venv, level_sampler)

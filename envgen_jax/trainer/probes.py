@@ -14,6 +14,8 @@ no-retrace contract exactly as the Crafter config bank does. `make_bank(rewards)
 | `DiscountEnv`        | 2 steps, reward r at end   | V(t=0) = gamma * r, V(t=1) = r                      |
 | `BanditEnv`          | 1 step, C contexts         | pi(a* given c) -> 1, with a* = (c + shift) % A      |
 | `TimeLimitEnv`       | reward r per step, cut at L| V = r / (1 - gamma) if truncation bootstraps        |
+| `MarkerEnv`          | reward[0] steps, reward 0  | obs one-hot of `shift`: reveals the world's row     |
+| `SkillEnv`           | 1 step, per-row difficulty | learnable (1, 0), trivial (1, 1), impossible (0, 0) |
 """
 
 from __future__ import annotations
@@ -138,3 +140,44 @@ class TimeLimitEnv(_Probe):
         trunc = t >= self.limit
         r = params.reward[0]
         return self._obs(0), ProbeState(t, state.context), r, trunc, _info(trunc, [r > 0])
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkerEnv(_Probe):
+    """Obs one-hot of `params.shift` at every step (give each row its own shift and the obs reveals the row of the
+    world); episodes end after `params.reward[0]` steps (at least 1); reward 0. Tests the row bookkeeping."""
+
+    obs_dim: int = 8
+
+    def reset(self, key, params):
+        return self._obs(params.shift), ProbeState(jnp.int32(0), params.shift)
+
+    def step(self, key, state, action, params):
+        t = state.t + 1
+        done = t >= jnp.maximum(params.reward[0], 1.0)
+        return self._obs(params.shift), ProbeState(t, state.context), jnp.float32(0.0), done, _info(False, [done])
+
+
+@dataclasses.dataclass(frozen=True)
+class SkillEnv(_Probe):
+    """Contextual bandit with a per-row difficulty: one step; obs one-hot of a context c in [0, A) next to a
+    one-hot of `shift` (give rows distinct shifts and the agent can tell them apart, so a solved row's value is
+    exact); reward `reward[0]` for the action (c + shift) % A, `reward[1]` for any other; the achievement
+    "success" is reward > 0. Rows (1, 0): learnable; (1, 1): trivial (always succeeds); (0, 0): impossible."""
+
+    obs_dim: int = 8
+    num_actions: int = 4
+    achievement_names: tuple[str, ...] = ("success",)
+
+    def _skill_obs(self, c, params):
+        a = self.num_actions
+        return jnp.concatenate([jax.nn.one_hot(c, a), jax.nn.one_hot(params.shift % a, a)]).astype(jnp.float32)
+
+    def reset(self, key, params):
+        c = jax.random.randint(key, (), 0, self.num_actions)
+        return self._skill_obs(c, params), ProbeState(jnp.int32(0), c)
+
+    def step(self, key, state, action, params):
+        correct = action == (state.context + params.shift) % self.num_actions
+        r = jnp.where(correct, params.reward[0], params.reward[1])
+        return self._skill_obs(state.context, params), state, r, jnp.bool_(True), _info(False, [r > 0])
