@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from envgen_jax.trainer import probes
+from envgen_jax.trainer.checkpoint import load_metadata
 from envgen_jax.trainer.run import load_run_config, main, run_ppo
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def test_run_report_shows_learning_on_a_bandit(tmp_path):
     assert report["eval_random"]["success_mean"]["correct"] < 0.5
     saved = json.loads((tmp_path / "out" / "report.json").read_text())
     assert saved["learned_over_random"]["return"] > 0.4
-    assert (tmp_path / "out" / "checkpoint" / "metadata.json").exists()
+    assert "run_config" in load_metadata(tmp_path / "out" / "checkpoint")
 
 
 def test_cli_requires_config():
