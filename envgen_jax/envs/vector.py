@@ -1,9 +1,9 @@
 """Batched environments with per-environment configuration rows and config-aware auto-resets.
 
-Every environment slot i runs bank row `rows[i]`. When an episode ends, the slot's next world must come from its own
-row: craftax's auto-reset generates a whole world for every environment on every step (about 48x slower than
-stepping on CPU), and Craftax_Baselines' shared reset pool is built from one params, so with per-env configs it hands
-out worlds of the wrong configuration.
+Every environment slot i runs row `rows[i]` of a bank (`envs.bank.Bank`). When an episode ends, the slot's next world
+must come from its own row: craftax's auto-reset generates a whole world for every environment on every step (about
+48x slower than stepping on CPU), and Craftax_Baselines' shared reset pool is built from one params, so with
+per-env configs it hands out worlds of the wrong configuration.
 
 Here each slot keeps a *spare* world, pre-generated from its own row. At an episode end the spare is swapped in (a
 select, no generation), and the spare is marked stale. Each step regenerates at most `resets_per_step` stale spares,
@@ -25,6 +25,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from flax import struct
+
+from envgen_jax.envs.bank import Bank
 
 
 @struct.dataclass
@@ -60,10 +62,6 @@ def _select(mask, on_true, on_false):
     return jax.tree.map(pick, on_true, on_false)
 
 
-def _gather(bank, rows):
-    return jax.tree.map(lambda x: x[rows], bank)
-
-
 @dataclasses.dataclass(frozen=True)
 class VecEnv:
     """`num_envs` copies of `env`, each running its own bank row. Static (hashable): closed over by jitted code."""
@@ -78,10 +76,10 @@ class VecEnv:
     def refresh_count(self) -> int:
         return min(self.num_envs, self.resets_per_step or max(1, self.num_envs // 256))
 
-    def reset(self, key: jax.Array, bank, rows: jax.Array) -> tuple[jax.Array, VecState]:
+    def reset(self, key: jax.Array, bank: Bank, rows: jax.Array) -> tuple[jax.Array, VecState]:
         """Fresh worlds (and fresh spares) for every slot from its row. Call after changing which rows slots run."""
         key_now, key_spare = jax.random.split(key)
-        params = _gather(bank, rows)
+        params = bank.get(rows)
         reset = jax.vmap(self.env.reset)
         obs, state = reset(jax.random.split(key_now, self.num_envs), params)
         spare_obs, spare = reset(jax.random.split(key_spare, self.num_envs), params)
@@ -90,9 +88,9 @@ class VecEnv:
                              episode_return=jnp.zeros(n, jnp.float32), episode_length=jnp.zeros(n, jnp.int32),
                              refresh_cursor=jnp.zeros((), jnp.int32))
 
-    def step(self, key: jax.Array, vstate: VecState, actions: jax.Array, bank, rows: jax.Array):
+    def step(self, key: jax.Array, vstate: VecState, actions: jax.Array, bank: Bank, rows: jax.Array):
         key_step, key_refresh = jax.random.split(key)
-        params = _gather(bank, rows)
+        params = bank.get(rows)
         obs, state, reward, done, info = jax.vmap(self.env.step)(
             jax.random.split(key_step, self.num_envs), vstate.env, actions, params)
 
@@ -112,7 +110,7 @@ class VecEnv:
                                 episode_length=jnp.where(done, 0, episode_length))
         return obs, self._refresh_spares(key_refresh, vstate, bank, rows), step_info
 
-    def _refresh_spares(self, key, vstate: VecState, bank, rows) -> VecState:
+    def _refresh_spares(self, key, vstate: VecState, bank: Bank, rows) -> VecState:
         """Regenerate up to `refresh_count` stale spares, round-robin from the cursor, each from its own row."""
         n, k = self.num_envs, self.refresh_count
         stale_from_cursor = jnp.roll(~vstate.spare_fresh, -vstate.refresh_cursor)
@@ -120,7 +118,7 @@ class VecEnv:
         valid = picked < n
         slots = jnp.where(valid, (picked + vstate.refresh_cursor) % n, n)  # n = out of range: dropped below
         new_obs, new_spare = jax.vmap(self.env.reset)(
-            jax.random.split(key, k), _gather(bank, rows[jnp.minimum(slots, n - 1)]))
+            jax.random.split(key, k), bank.get(rows[jnp.minimum(slots, n - 1)]))
         scatter = lambda old, new: old.at[slots].set(new, mode="drop")  # noqa: E731
         last = jnp.max(jnp.where(valid, picked, -1))
         return vstate.replace(

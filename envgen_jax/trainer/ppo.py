@@ -10,8 +10,8 @@ One chunk = `lax.scan` over `num_updates` PPO updates; one update = `lax.scan` o
 a reverse-scan GAE, then `update_epochs` x `num_minibatches` Adam steps in two nested scans. The host acts only
 between chunks (the EnvGen LLM step goes there).
 
-* `bank` (env params pytree with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N] per seed)
-  are traced arguments: new values never recompile; a new K or N does (it changes shapes). Per-seed configs
+* `bank` (an `envs.bank.Bank`: env params with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N]
+  per seed) are traced arguments: new values never recompile; a new K or N does (it changes shapes). Per-seed configs
   (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing into each seed's block.
 * `PPOConfig` is static (frozen, hashable): shapes, loop sizes and hyperparameters are closed over, so a new
   config compiles a new trainer.
@@ -210,11 +210,8 @@ def _default_vecenv(env, cfg: PPOConfig, num_envs: int):
 
 
 def _rows_axis(rows) -> int | None:
+    """vmap axis of `rows` over seeds: [S, N] gives each seed its own rows, [N] is shared."""
     return 0 if jnp.ndim(rows) == 2 else None
-
-
-def _num_rows(bank) -> int:
-    return int(jax.tree.leaves(bank)[0].shape[0])
 
 
 def select_seeds(tree, idx: int | Sequence[int] | slice) -> Any:
@@ -417,7 +414,7 @@ class Trainer:
         return ts, infos, losses
 
     def _chunk_one(self, ts: TrainState, bank, rows, num_updates: int):
-        num_rows = _num_rows(bank)
+        num_rows = bank.num_rows
         acc0 = RowStats.zeros(num_rows, len(self.achievement_names))
 
         def body(carry, _):
@@ -441,7 +438,7 @@ class Trainer:
     def train_chunk(self, ts: TrainState, bank, rows, num_updates: int) -> tuple[TrainState, ChunkMetrics]:
         """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards).
 
-        bank: env params with leading K rows; rows: i32[N] or i32[S, N] (the bank row of each env slot; the
+        bank: a Bank (env params with leading K rows); rows: i32[N] or i32[S, N] (the bank row of each env slot; the
         VecEnv reads both on every step, so after moving slots to other rows call `reset_envs` first).
         Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
         return self._chunk_jit(ts, bank, jnp.asarray(rows, jnp.int32), num_updates=num_updates)
