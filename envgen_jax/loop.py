@@ -103,6 +103,7 @@ class EnvGenRun:
         self._resume_from: Path | None = None
         self._checkpoints: Checkpoints | None = None  # open while run() runs
         self._last_checkpoint = time.monotonic()
+        self._compiled = False  # the first training chunk of a session compiles the chunk
         self._session_start = time.monotonic()
 
     @classmethod
@@ -275,6 +276,8 @@ class EnvGenRun:
             ts = self.trainer.reset_envs(ts, bank, rows)  # a new phase starts fresh episodes, from its rows
         chunk = self.cfg.schedule.updates_per_chunk
         while self.state.phase_updates < phase.updates:
+            if not self._compiled:
+                bar.set_postfix_str("compiling the training chunk (its time is left out of the ETA)")
             start = time.monotonic()
             ts, metrics = self.trainer.train_chunk(ts, bank, rows, num_updates=chunk)
             metrics = to_host(metrics)
@@ -288,8 +291,13 @@ class EnvGenRun:
                 self.state.scored = _add_stats(self.state.scored, original)
             elif phase.where in ("llm", "mixed"):
                 self._accumulate_env_learning(phase, metrics.rows)
-            bar.update(steps)
-            bar.set_postfix_str(f"{steps * self.cfg.seeds / seconds:,.0f} steps/s")
+            if self._compiled:
+                bar.update(steps)
+                bar.set_postfix_str(f"{steps * self.cfg.seeds / seconds:,.0f} steps/s")
+            else:
+                _count_steps_not_time(bar, steps)
+                bar.set_postfix_str(f"compiled and ran the first chunk in {seconds:.0f}s")
+                self._compiled = True
             if time.monotonic() - self._last_checkpoint > 60 * self.cfg.output.checkpoint_minutes:
                 self._checkpoint(ts, reason="timer")
         return ts
@@ -379,6 +387,18 @@ class _NoBar:
     def set_description(self, s): pass
     def set_postfix_str(self, s): pass
     def close(self): pass
+
+
+def _count_steps_not_time(bar, steps: int) -> None:
+    """Add a chunk's steps but not its time to tqdm's rate: the first chunk of a session includes compilation
+    (minutes on a CPU), which would make the ETA several times too long. Until a compiled chunk is timed the ETA
+    reads '?'."""
+    if getattr(bar, "disable", True):
+        return
+    bar.n += steps
+    bar.initial = bar.last_print_n = bar.n  # tqdm's rate: (n - initial) / elapsed, or its EMA of later updates
+    bar.last_print_t = bar._time()
+    bar.refresh()
 
 
 def _progress(total: int, done: int, enabled: bool):

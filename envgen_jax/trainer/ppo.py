@@ -112,6 +112,17 @@ class PPOConfig:
             problems.append("ppo.total_updates: anneal_lr needs total_updates > 0")
         if self.resets_per_step < 0:
             problems.append(f"ppo.resets_per_step: {self.resets_per_step} is below the minimum 0")
+        for name in ("gamma", "gae_lambda"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                problems.append(f"ppo.{name}: {getattr(self, name)} is not in [0, 1]")
+        for name in ("clip_eps", "ent_coef", "vf_coef", "lr", "total_updates"):
+            if getattr(self, name) < 0:
+                problems.append(f"ppo.{name}: {getattr(self, name)} is below the minimum 0")
+        for name in ("max_grad_norm", "adam_eps"):
+            if getattr(self, name) <= 0:
+                problems.append(f"ppo.{name}: {getattr(self, name)} must be above 0")
+        if not self.conv_channels or min(self.conv_channels) < 1:
+            problems.append(f"ppo.conv_channels: {list(self.conv_channels)} must be one or more channel counts >= 1")
         if problems:
             raise ConfigError(problems, what="PPO settings")
 
