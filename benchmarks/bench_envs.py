@@ -88,8 +88,8 @@ def run(envs=(1024,), steps: int = 128, repeats: int = 3, log=print) -> dict:
     for n in envs:
         key = jax.random.PRNGKey(0)
         rows = jnp.arange(n) % len(HETERO)
-        original = jax.tree.map(lambda x: x[jnp.zeros(n, jnp.int32)], make_params([CrafterConfig()]))
-        hetero = jax.tree.map(lambda x: x[rows], make_params(HETERO))
+        original = make_params([CrafterConfig()]).get(jnp.zeros(n, jnp.int32))
+        hetero = make_params(HETERO).get(rows)
         resets_bank = make_params([CrafterConfig(**{**c.__dict__, "episode_length": 1024}) for c in HETERO])
 
         step_key, reset_key = jax.random.split(key)

@@ -21,12 +21,12 @@ Per call: valid on the first try, repairs, failure, latency, prompt/completion t
 - diversity: distinct configurations per call (2 identical out of 4 is 3/4);
 - consistency: its purpose matches what it changes (targeting.purpose_consistency; purposes naming nothing checkable
   are left out).
-Designer variants (--variants, see VARIANTS): `current` (as a run's designer works), `basic_advice` (only repeated or
-unchanged environments sent back for repair), `no_advice` (every valid design accepted), `with_example` (the old
-example environment after the output format, basic advice) and `sampled_repairs` (`current` with repair turns
-sampled at temperature 0.7), so that one change can be measured at a time. Note that
-`current` sends back environments whose purpose the consistency heuristic finds unkept, so its consistency figure
-is not independent of the designer.
+Designer variants (--variants, see VARIANTS): `sampled_repairs` (as a run's designer works), `current` (the same with
+repairs at the request's temperature, as before llm.repair_temperature), `basic_advice` (only repeated or
+unchanged environments sent back for repair), `no_advice` (every valid design accepted), and `with_example` (the old
+example environment after the output format, basic advice), so that one change can be measured at a time. Note that
+`current` and `sampled_repairs` send back environments whose purpose the consistency heuristic finds unkept, so their
+consistency figures are not independent of the designer.
 
 Results: benchmarks/results/designer_quality.{json,md,png} (--out). The JSON holds the environment (git commit,
 versions, CPU), the settings, the profiles, the prompts sent, every call's raw record (replies, configurations,
@@ -185,15 +185,17 @@ class Variant:
 
 
 VARIANTS: dict[str, Variant] = {
-    "current": Variant(current, "all", "the designer as it runs: no example shown; repeated, unchanged, "
-                                       "already-trained and purpose-mismatched environments sent back once"),
+    "current": Variant(current, "all", "no example shown; repeated, unchanged, already-trained and "
+                                       "purpose-mismatched environments sent back once; repairs at the request's "
+                                       "temperature (the designer before llm.repair_temperature)"),
     "basic_advice": Variant(current, "duplicates", "no example shown; only repeated or unchanged environments "
                                                    "sent back"),
     "with_example": Variant(with_example, "duplicates", "the old prompt, one example environment shown; only "
                                                         "repeated or unchanged environments sent back"),
     "no_advice": Variant(current, "none", "no example shown; every valid design accepted as it is"),
-    "sampled_repairs": Variant(current, "all", "as `current`, but repair turns sample at temperature 0.7 (a greedy "
-                                               "small model answers a repair turn with its previous reply)", 0.7),
+    "sampled_repairs": Variant(current, "all", "the designer as it runs (llm.repair_temperature 0.7): `current` with "
+                                               "repair turns sampled at 0.7, since a greedy small model answers a "
+                                               "repair turn with its previous reply", 0.7),
 }
 
 
@@ -558,8 +560,8 @@ def parse_args(argv=None):
     ap.add_argument("--model", help="the endpoint's model name (with --base-url)")
     ap.add_argument("--env", default="crafter,heist", help="comma list (default crafter,heist)")
     ap.add_argument("--profiles", help="comma list of profile names (default: all of each env's; see PROFILES)")
-    ap.add_argument("--variants", "--variant", default="current", help=f"prompt variants, comma list: "
-                    f"{', '.join(VARIANTS)} (default current)")
+    ap.add_argument("--variants", "--variant", default="sampled_repairs", help=f"prompt variants, comma list: "
+                    f"{', '.join(VARIANTS)} (default sampled_repairs: the designer as it runs)")
     ap.add_argument("--repeats", type=int, default=3, help="requests per profile, seeds 0..K-1 (default 3)")
     ap.add_argument("--temperature", type=float, default=0.7,
                     help="sampling temperature (default 0.7, so that repeats differ; runs use 0)")

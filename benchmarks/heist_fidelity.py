@@ -160,7 +160,7 @@ def ours(mode: str, episodes: int, levels: int, seed: int) -> dict:
 
     def play(key):
         k_reset, k_steps = jax.random.split(key)
-        params = bank.row(jnp.zeros(episodes, jnp.int32))
+        params = bank.get(jnp.zeros(episodes, jnp.int32))
         _, state = jax.vmap(env.reset)(jax.random.split(k_reset, episodes), params)
 
         def one_step(carry, key):
@@ -176,7 +176,7 @@ def ours(mode: str, episodes: int, levels: int, seed: int) -> dict:
         return length, success
 
     def generate(key):
-        params = bank.row(jnp.zeros(levels, jnp.int32))
+        params = bank.get(jnp.zeros(levels, jnp.int32))
         return jax.vmap(env.reset)(jax.random.split(key, levels), params)[1].level
 
     key_play, key_levels = jax.random.split(jax.random.PRNGKey(seed))

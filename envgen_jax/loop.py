@@ -7,8 +7,9 @@ checkpoints between phases:
     train     compiled chunks in the phase's bank rows (`envgen_jax.rows.assign_rows`)
     evaluate  the policy in the original game: the next feedback, and the final evaluation
 
-Everything the host needs to continue is in `LoopState` (JSON) next to the TrainState (orbax) in each checkpoint;
-a killed run resumes from its newest checkpoint and, on CPU, ends with the same report as an uninterrupted one.
+Everything the host needs to continue is in `LoopState` (JSON) next to the TrainState in each checkpoint (one orbax
+composite checkpoint per step in `<out>/checkpoints/`, `trainer.checkpoint.Checkpoints`); a killed run resumes from
+its newest complete checkpoint and, on CPU, ends with the same report as an uninterrupted one.
 `Callbacks.section(name)` wraps each part of the work ("init", "llm", "train", "evaluate", "checkpoint"), for
 benchmarks that time them.
 """
@@ -19,7 +20,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from envgen_jax.rows import ORIGINAL_ROW, assign_rows
 from envgen_jax.run_config import RunConfig
 from envgen_jax.run_log import RunLog, logger, nan_to_none
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.checkpoint import load_metadata, restore_checkpoint, save_checkpoint
+from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import RowStats, pool_rows, to_host
 from envgen_jax.trainer.ppo import make_trainer
@@ -63,6 +63,7 @@ class LoopState:
     metrics_lines: int = 0              # lines of metrics.jsonl that belong to this state
     wall_seconds: float = 0.0           # training-loop wall time before this session
     env_steps: int = 0                  # per seed
+    checkpoints: int = 0                # checkpoints saved: the step number of the newest
 
 
 class Callbacks:
@@ -100,7 +101,9 @@ class EnvGenRun:
         self._llm_client = llm_client  # tests inject a scripted client here
         self._designers: list | None = None
         self._resume_from: Path | None = None
+        self._checkpoints: Checkpoints | None = None  # open while run() runs
         self._last_checkpoint = time.monotonic()
+        self._compiled = False  # the first training chunk of a session compiles the chunk
         self._session_start = time.monotonic()
 
     @classmethod
@@ -134,6 +137,7 @@ class EnvGenRun:
         with self.callbacks.section("init"):
             ts = jax.block_until_ready(self._initial_train_state())
         bar = _progress(total_steps, self.state.env_steps, self.cfg.output.progress)
+        self._checkpoints = Checkpoints(self.out / "checkpoints", keep=self.cfg.output.keep_checkpoints)
         try:
             while self.state.phase < len(self.plan):
                 phase = self.plan[self.state.phase]
@@ -155,6 +159,7 @@ class EnvGenRun:
                     self._checkpoint(ts, reason="cycle boundary")
         finally:
             bar.close()
+            self._checkpoints.close()
             for d in self._designers or []:
                 d.close()
             self.records.close()
@@ -257,10 +262,9 @@ class EnvGenRun:
         return out
 
     def _bank_and_rows(self, where: str):
-        """Bank: row 0 the original game, then the LLM configurations (padded to a fixed capacity)."""
+        """Bank: row 0 the original game, then the LLM configurations, padded to a fixed capacity (no recompiles)."""
         llm = self._llm_configs() if where in ("llm", "mixed") else []
-        padding = [self.config_cls.original()] * (self.capacity - 1 - len(llm))  # fixed shapes: no recompiles
-        bank = self.env.make_params([self.config_cls.original(), *llm, *padding])
+        bank = self.env.make_params([self.config_cls.original(), *llm], capacity=self.capacity)
         s = self.cfg.schedule
         rows = assign_rows(where, self.cfg.ppo.num_envs, self.cfg.seeds, self.num_designers, s.envs_per_call,
                            s.original_share, bool(llm))
@@ -272,6 +276,8 @@ class EnvGenRun:
             ts = self.trainer.reset_envs(ts, bank, rows)  # a new phase starts fresh episodes, from its rows
         chunk = self.cfg.schedule.updates_per_chunk
         while self.state.phase_updates < phase.updates:
+            if not self._compiled:
+                bar.set_postfix_str("compiling the training chunk (its time is left out of the ETA)")
             start = time.monotonic()
             ts, metrics = self.trainer.train_chunk(ts, bank, rows, num_updates=chunk)
             metrics = to_host(metrics)
@@ -285,8 +291,13 @@ class EnvGenRun:
                 self.state.scored = _add_stats(self.state.scored, original)
             elif phase.where in ("llm", "mixed"):
                 self._accumulate_env_learning(phase, metrics.rows)
-            bar.update(steps)
-            bar.set_postfix_str(f"{steps * self.cfg.seeds / seconds:,.0f} steps/s")
+            if self._compiled:
+                bar.update(steps)
+                bar.set_postfix_str(f"{steps * self.cfg.seeds / seconds:,.0f} steps/s")
+            else:
+                _count_steps_not_time(bar, steps)
+                bar.set_postfix_str(f"compiled and ran the first chunk in {seconds:.0f}s")
+                self._compiled = True
             if time.monotonic() - self._last_checkpoint > 60 * self.cfg.output.checkpoint_minutes:
                 self._checkpoint(ts, reason="timer")
         return ts
@@ -336,14 +347,9 @@ class EnvGenRun:
         with self.callbacks.section("checkpoint"):
             self.state.wall_seconds += time.monotonic() - self._session_start
             self._session_start = time.monotonic()
-            folder = self.out / "checkpoints"
-            name = f"ckpt_{self.state.phase:03d}_{self.state.phase_updates:06d}"
-            path = save_checkpoint(folder / name, ts, metadata={"loop": dataclasses.asdict(self.state),
-                                                                 "reason": reason}, overwrite=True)
-            (folder / "latest").write_text(name)  # written last: a checkpoint counts once it is complete
-            older = sorted(p for p in folder.glob("ckpt_*") if p.name != name)
-            for old in older[: max(len(older) - (self.cfg.output.keep_checkpoints - 1), 0)]:
-                shutil.rmtree(old, ignore_errors=True)
+            self.state.checkpoints += 1
+            path = self._checkpoints.save(self.state.checkpoints, ts, metadata={
+                "loop": dataclasses.asdict(self.state), "reason": reason})
             self._last_checkpoint = time.monotonic()
             return path
 
@@ -355,11 +361,8 @@ def load_loop_state(checkpoint: Path) -> LoopState:
 
 
 def latest_checkpoint(out: Path) -> Path | None:
-    marker = out / "checkpoints" / "latest"
-    if not marker.exists():
-        return None
-    path = out / "checkpoints" / marker.read_text().strip()
-    return path if (path / "metadata.json").exists() else None
+    """The newest complete checkpoint of the run directory `out`, or None."""
+    return newest_checkpoint(Path(out) / "checkpoints")
 
 
 def _add_stats(total: dict | None, stats: RowStats) -> dict:
@@ -384,6 +387,18 @@ class _NoBar:
     def set_description(self, s): pass
     def set_postfix_str(self, s): pass
     def close(self): pass
+
+
+def _count_steps_not_time(bar, steps: int) -> None:
+    """Add a chunk's steps but not its time to tqdm's rate: the first chunk of a session includes compilation
+    (minutes on a CPU), which would make the ETA several times too long. Until a compiled chunk is timed the ETA
+    reads '?'."""
+    if getattr(bar, "disable", True):
+        return
+    bar.n += steps
+    bar.initial = bar.last_print_n = bar.n  # tqdm's rate: (n - initial) / elapsed, or its EMA of later updates
+    bar.last_print_t = bar._time()
+    bar.refresh()
 
 
 def _progress(total: int, done: int, enabled: bool):

@@ -50,9 +50,5 @@ def random_actions(seed: int, n: int):
     return jax.random.randint(jax.random.PRNGKey(seed), (n,), 0, 17)
 
 
-def rows_of(tree, index):
-    return jax.tree.map(lambda x: x[index], tree)
-
-
 def tree_equal(a, b) -> bool:
     return all(bool(jnp.all(x == y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))

@@ -9,7 +9,7 @@ from craftax.craftax_classic.envs.craftax_state import EnvParams
 from craftax.craftax_classic.envs.craftax_symbolic_env import CraftaxClassicSymbolicEnvNoAutoReset
 
 from envgen_jax.envs.crafter import CrafterConfig, config_to_params, make_params
-from tests.conftest import random_actions, rows_of, tree_equal
+from tests.conftest import random_actions, tree_equal
 
 WORLDS = 24  # every batched world-generation call uses this batch size, so it compiles once
 B = {b.name.lower(): b.value for b in BlockType}
@@ -17,7 +17,7 @@ B = {b.name.lower(): b.value for b in BlockType}
 
 def generate(reset_many, configs_per_world, seeds):
     keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-    _, state = reset_many(keys, make_params(configs_per_world))
+    _, state = reset_many(keys, make_params(configs_per_world).params)
     return np.asarray(state.map), state
 
 
@@ -122,7 +122,7 @@ def test_new_bank_values_do_not_recompile(crafter_env):
     @jax.jit
     def first_maps(keys, bank):
         traces.append(1)
-        return jax.vmap(crafter_env.reset)(keys, bank)[1].map
+        return jax.vmap(crafter_env.reset)(keys, bank.params)[1].map
 
     keys = jnp.stack([jax.random.PRNGKey(i) for i in range(4)])
     a = first_maps(keys, make_params([CrafterConfig.original()] * 4))
@@ -132,11 +132,3 @@ def test_new_bank_values_do_not_recompile(crafter_env):
                                       CrafterConfig(tree_rarity="rare", cows="none", day_length=100)]))
     assert len(traces) == 1
     assert not bool((a == b).all())
-
-
-def test_bank_capacity_pads_with_original():
-    bank = make_params([CrafterConfig(wood=4)], capacity=3)
-    assert bank.inventory.shape == (3, 12)
-    assert tree_equal(rows_of(bank, 2), config_to_params(CrafterConfig.original()))
-    with pytest.raises(ValueError, match="do not fit"):
-        make_params([CrafterConfig()] * 4, capacity=3)

@@ -349,18 +349,15 @@ def test_run_config_mapping_either_builds_what_was_given_or_names_every_wrong_ke
     both_outcomes(counts, "accepted", "rejected")
 
 
-# Settings where a negative number means something (seeds), and PPO's, whose ranges trainer/ppo.py does not check
-# yet (PPOConfig.__post_init__ checks sizes only: gamma=-1 or lr=-1 are taken).
+# Settings where a negative number means something (seeds).
 NEGATIVE_OK = {"seed", "llm.seed"}
-PPO_UNCHECKED = {"ppo.total_updates", "ppo.gamma", "ppo.gae_lambda", "ppo.clip_eps", "ppo.ent_coef", "ppo.vf_coef",
-                 "ppo.max_grad_norm", "ppo.lr", "ppo.adam_eps"}
 
 
 @pytest.mark.parametrize("path", sorted(p for p, tp in RUN_LEAVES.items()
-                                        if accepts(tp, -1) and p not in NEGATIVE_OK | PPO_UNCHECKED))
+                                        if accepts(tp, -1) and p not in NEGATIVE_OK))
 def test_negative_counts_and_amounts_are_refused_by_name(path):
-    # Regression: eval.num_envs=-1 (and 0), eval.max_steps=0 and output.checkpoint_minutes=-1 were accepted, and
-    # the run failed (or misbehaved) only after compiling.
+    # Regression: eval.num_envs=-1 (and 0), eval.max_steps=0, output.checkpoint_minutes=-1 and ppo.gamma=-1 or
+    # ppo.lr=-1 were accepted, and the run failed (or misbehaved) only after compiling.
     with pytest.raises(ConfigError) as err:
         load_run_config(None, [f"{path}=-1"])
     assert named(err.value.problems, path), err.value.problems

@@ -37,7 +37,7 @@ def traces():
 def batch_reset(env, traces):
     def reset(keys, bank, ids):
         traces["reset"] += 1  # runs only while tracing
-        return jax.vmap(env.reset)(keys, bank.row(ids))
+        return jax.vmap(env.reset)(keys, bank.get(ids))
 
     return jax.jit(reset)
 
@@ -281,12 +281,12 @@ def test_timeout_truncates_with_no_reward(step, base):
 
 def test_random_walk_never_enters_walls_or_locked_doors(step, levels):
     ids, state, _ = levels
-    params = HeistEnv().make_params(ROWS)
+    bank = HeistEnv().make_params(ROWS)
     rng = np.random.default_rng(0)
     for i in (0, 16, 24):
         s = jax.tree.map(jnp.asarray, one(state, i))
         for t in range(120):
-            _, s, *_ = step(jax.random.PRNGKey(t), s, jnp.int32(rng.integers(15)), params.row(int(ids[i])))
+            _, s, *_ = step(jax.random.PRNGKey(t), s, jnp.int32(rng.integers(15)), bank.get(int(ids[i])))
             x, y = np.asarray(s.pos)
             probe = physics.AGENT_R * physics.CORNER_MARGIN
             walls = np.asarray(s.walls)

@@ -75,12 +75,14 @@ def test_make_params_stacks_rows():
     bank = make_params([HeistConfig(), HeistConfig(maze_dim=9, num_keys=2, gem_distance="near",
                                                    start_with_blue_key=True, max_episode_steps=300)])
     assert bank.num_rows == 2
-    assert bank.maze_dim.tolist() == [-1, 9] and bank.num_keys.tolist() == [-1, 2]
-    assert bank.gem_distance.tolist() == [0, 1] and bank.max_steps.tolist() == [1000, 300]
-    assert bank.start_keys.tolist() == [[False] * 3, [True, False, False]]
-    rows = bank.row(jnp.array([1, 1, 0]))
+    params = bank.params
+    assert params.maze_dim.tolist() == [-1, 9] and params.num_keys.tolist() == [-1, 2]
+    assert params.gem_distance.tolist() == [0, 1] and params.max_steps.tolist() == [1000, 300]
+    assert params.start_keys.tolist() == [[False] * 3, [True, False, False]]
+    rows = bank.get(jnp.array([1, 1, 0]))
     assert rows.maze_dim.tolist() == [9, 9, -1]
     assert make_params(HeistConfig()).num_rows == 1
+    assert make_params(HeistConfig(), capacity=3).get(2).maze_dim.tolist() == -1  # padded with the first row
 
 
 def test_validate_cli_checks_the_mode_world(tmp_path, capsys):

@@ -110,7 +110,7 @@ def test_a_checkpoint_from_before_the_new_loop_fields_still_resumes(envgen_run, 
     from envgen_jax.loop import latest_checkpoint
     out, report, _ = envgen_run
     shutil.copytree(out, tmp_path / "run")
-    meta_path = latest_checkpoint(tmp_path / "run") / "metadata.json"
+    meta_path = latest_checkpoint(tmp_path / "run") / "metadata" / "metadata"  # orbax JsonSave's file
     meta = json.loads(meta_path.read_text())
     for field in ("env_learning", "llm_seconds"):
         del meta["loop"][field]

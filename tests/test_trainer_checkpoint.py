@@ -1,6 +1,10 @@
-"""Orbax checkpoint round trip: a restored run continues exactly like the uninterrupted one."""
+"""Orbax checkpoints: a restored run continues exactly like the uninterrupted one; a run's checkpoints rotate; old
+run directories still read."""
 
 from __future__ import annotations
+
+import shutil
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -8,9 +12,14 @@ import numpy as np
 import pytest
 
 from envgen_jax.trainer import probes
-from envgen_jax.trainer.checkpoint import load_metadata, restore_checkpoint, save_checkpoint
+from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint,
+                                           save_checkpoint)
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.ppo import PPOConfig, make_trainer
+from tests import golden
+
+CFG = PPOConfig(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, width=16, depth=1, num_seeds=2,
+                anneal_lr=True, total_updates=20)
 
 
 def _assert_trees_equal(a, b):
@@ -21,18 +30,20 @@ def _assert_trees_equal(a, b):
         np.testing.assert_array_equal(x, y)
 
 
-def test_restored_run_continues_exactly(tmp_path):
-    env = probes.BanditEnv()
-    cfg = PPOConfig(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, width=16, depth=1, num_seeds=2,
-                    anneal_lr=True, total_updates=20)
-    trainer = make_trainer(env, cfg)
+@pytest.fixture(scope="module")
+def bandit():
+    trainer = make_trainer(probes.BanditEnv(), CFG)
     bank = probes.make_bank([1.0, 0.5], shifts=[1, 2])
     rows = jnp.asarray([0, 1] * 4, jnp.int32)
+    return trainer, bank, rows
 
+
+def test_restored_run_continues_exactly(bandit, tmp_path):
+    trainer, bank, rows = bandit
     ts = trainer.init(bank, rows)
     for _ in range(2):  # k = 2 chunks
         ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=3)
-    meta = {"chunk": 2, "config": {"lr": cfg.lr}, "seeds": [0, 1]}
+    meta = {"chunk": 2, "config": {"lr": CFG.lr}, "seeds": np.arange(2)}  # numpy values are saved as JSON
     save_checkpoint(tmp_path / "ckpt", ts, meta)
     saved = jax.tree.map(np.array, ts)  # host copy: train_chunk donates its input
 
@@ -45,9 +56,54 @@ def test_restored_run_continues_exactly(tmp_path):
     _assert_trees_equal(resumed, uninterrupted)
     _assert_trees_equal(to_host(m_a), to_host(m_b))
     assert int(resumed.update_step[0]) == 9
-    assert load_metadata(tmp_path / "ckpt") == meta
+    assert load_metadata(tmp_path / "ckpt") == {"chunk": 2, "config": {"lr": CFG.lr}, "seeds": [0, 1]}
 
     with pytest.raises(FileExistsError):
         save_checkpoint(tmp_path / "ckpt", resumed)
     save_checkpoint(tmp_path / "ckpt", resumed, overwrite=True)
     _assert_trees_equal(restore_checkpoint(tmp_path / "ckpt", like=resumed), resumed)
+
+
+def test_rotation_keeps_the_newest_and_restores_the_newest(bandit, tmp_path):
+    trainer, bank, rows = bandit
+    folder = tmp_path / "checkpoints"
+    ts = trainer.init(bank, rows)
+    threads = set(threading.enumerate())
+    with Checkpoints(folder, keep=2) as checkpoints:
+        assert checkpoints.latest_step() is None and not folder.exists()  # no checkpoint yet: no directory either
+        for step in range(1, 6):
+            ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=1)
+            path = checkpoints.save(step, ts, metadata={"loop": {"step": step}})
+            assert path == folder / str(step) and newest_checkpoint(folder) == path
+            assert checkpoints.all_steps() == list(range(max(1, step - 1), step + 1))
+        newest = jax.tree.map(np.array, ts)
+    assert set(threading.enumerate()) <= threads  # closed: no orbax thread left running
+    assert sorted(p.name for p in folder.iterdir()) == ["4", "5"]  # exactly keep_checkpoints
+    _assert_trees_equal(restore_checkpoint(newest_checkpoint(folder), like=trainer.abstract_state(bank, rows)),
+                        newest)
+    assert load_metadata(newest_checkpoint(folder)) == {"loop": {"step": 5}}
+
+    # A save that a kill interrupted leaves only orbax's temporary directory: it never counts, and the next
+    # manager clears it away.
+    (folder / "6.orbax-checkpoint-tmp-1700000000").mkdir()
+    assert newest_checkpoint(folder) == folder / "5"
+    with Checkpoints(folder, keep=2) as checkpoints:
+        assert checkpoints.latest_step() == 5
+        checkpoints.save(6, ts)
+    assert sorted(p.name for p in folder.iterdir()) == ["5", "6"]
+
+
+def test_an_old_run_directory_reads_until_the_manager_saves(tmp_path):
+    """The layout before the CheckpointManager (tests/data/golden/old_run): read, never rewritten."""
+    folder = tmp_path / "checkpoints"
+    shutil.copytree(golden.OLD_RUN / "checkpoints", folder)
+    legacy = folder / (folder / "latest").read_text().strip()
+    assert newest_checkpoint(folder) == legacy
+    assert load_metadata(legacy)["loop"]["phase"] == 5
+
+    with Checkpoints(folder, keep=1) as checkpoints:
+        assert checkpoints.latest_step() is None  # the old entries are not the manager's
+        checkpoints.save(1, {"x": np.arange(3)}, metadata={"loop": {}})
+        checkpoints.save(2, {"x": np.arange(3)}, metadata={"loop": {}})
+    assert newest_checkpoint(folder) == folder / "2"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["2", legacy.name, "latest"])

@@ -1,9 +1,9 @@
 """Batched environments with per-environment configuration rows and config-aware auto-resets.
 
-Every environment slot i runs bank row `rows[i]`. When an episode ends, the slot's next world must come from its own
-row: craftax's auto-reset generates a whole world for every environment on every step (about 48x slower than
-stepping on CPU), and Craftax_Baselines' shared reset pool is built from one params, so with per-env configs it hands
-out worlds of the wrong configuration.
+Every environment slot i runs row `rows[i]` of a bank (`envs.bank.Bank`). When an episode ends, the slot's next world
+must come from its own row: craftax's auto-reset generates a whole world for every environment on every step (about
+48x slower than stepping on CPU), and Craftax_Baselines' shared reset pool is built from one params, so with
+per-env configs it hands out worlds of the wrong configuration.
 
 Here each slot keeps a *spare* world, pre-generated from its own row. At an episode end the spare is swapped in (a
 select, no generation), and the spare is marked stale. Each step regenerates at most `resets_per_step` stale spares,
@@ -35,6 +35,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from flax import struct
+
+from envgen_jax.envs.bank import Bank
 
 
 @struct.dataclass
@@ -89,10 +91,6 @@ def _select(mask, on_true, on_false):
     return jax.tree.map(pick, on_true, on_false)
 
 
-def _gather(bank, rows):
-    return jax.tree.map(lambda x: x[rows], bank)
-
-
 @dataclasses.dataclass(frozen=True)
 class VecEnv:
     """`num_envs` copies of `env`, each running its own bank row. Static (hashable): closed over by jitted code."""
@@ -107,7 +105,7 @@ class VecEnv:
     def refresh_count(self) -> int:
         return min(self.num_envs, self.resets_per_step or max(1, self.num_envs // 256))
 
-    def reset(self, key: jax.Array, bank, rows: "jax.Array | RowSampler") -> tuple[jax.Array, VecState]:
+    def reset(self, key: jax.Array, bank: Bank, rows: "jax.Array | RowSampler") -> tuple[jax.Array, VecState]:
         """Fresh worlds (and fresh spares) for every slot from its row (fixed layout) or from rows drawn from
         `rows.probs` (sampled layout). Call after changing which rows slots run."""
         n = self.num_envs
@@ -118,8 +116,8 @@ class VecEnv:
             key_now, key_spare = jax.random.split(key)
             row = spare_row = rows
         reset = jax.vmap(self.env.reset)
-        obs, state = reset(jax.random.split(key_now, n), _gather(bank, row))
-        spare_obs, spare = reset(jax.random.split(key_spare, n), _gather(bank, spare_row))
+        obs, state = reset(jax.random.split(key_now, n), bank.get(row))
+        spare_obs, spare = reset(jax.random.split(key_spare, n), bank.get(spare_row))
         fields = dict(env=state, spare=spare, spare_obs=spare_obs, spare_fresh=jnp.ones(n, bool),
                       episode_return=jnp.zeros(n, jnp.float32), episode_length=jnp.zeros(n, jnp.int32),
                       refresh_cursor=jnp.zeros((), jnp.int32))
@@ -127,12 +125,12 @@ class VecEnv:
             return obs, SampledVecState(**fields, row=row, spare_row=spare_row)
         return obs, VecState(**fields)
 
-    def step(self, key: jax.Array, vstate: VecState, actions: jax.Array, bank, rows: "jax.Array | RowSampler"):
+    def step(self, key: jax.Array, vstate: VecState, actions: jax.Array, bank: Bank, rows: "jax.Array | RowSampler"):
         sampler = rows if isinstance(rows, RowSampler) else None
         if sampler is not None:
             rows = vstate.row
         key_step, key_refresh = jax.random.split(key)
-        params = _gather(bank, rows)
+        params = bank.get(rows)
         obs, state, reward, done, info = jax.vmap(self.env.step)(
             jax.random.split(key_step, self.num_envs), vstate.env, actions, params)
 
@@ -154,7 +152,7 @@ class VecEnv:
             vstate = vstate.replace(row=jnp.where(done, vstate.spare_row, vstate.row))
         return obs, self._refresh_spares(key_refresh, vstate, bank, rows, sampler), step_info
 
-    def _refresh_spares(self, key, vstate: VecState, bank, rows, sampler: RowSampler | None = None) -> VecState:
+    def _refresh_spares(self, key, vstate: VecState, bank: Bank, rows, sampler: RowSampler | None = None) -> VecState:
         """Regenerate up to `refresh_count` stale spares, round-robin from the cursor, each from its own row
         (fixed layout) or from a row freshly drawn from the sampler (sampled layout)."""
         n, k = self.num_envs, self.refresh_count
@@ -167,7 +165,7 @@ class VecEnv:
         else:
             key, key_rows = jax.random.split(key)
             new_rows = sampler.draw(key_rows, k)
-        new_obs, new_spare = jax.vmap(self.env.reset)(jax.random.split(key, k), _gather(bank, new_rows))
+        new_obs, new_spare = jax.vmap(self.env.reset)(jax.random.split(key, k), bank.get(new_rows))
         scatter = lambda old, new: old.at[slots].set(new, mode="drop")  # noqa: E731
         last = jnp.max(jnp.where(valid, picked, -1))
         if sampler is not None:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 import numpy as np
 
 from envgen_jax.schema import ConfigError
+
+if TYPE_CHECKING:  # jax stays out of import time
+    from envgen_jax.envs.bank import Bank
 
 
 class ConfigurableEnv(Protocol):
@@ -25,7 +28,7 @@ class ConfigurableEnv(Protocol):
 
     achievement_names: Sequence[str]
 
-    def make_params(self, configs: Sequence[Any]) -> Any: ...
+    def make_params(self, configs: Sequence[Any], capacity: int | None = None) -> Bank: ...
     def reset(self, key, params): ...
     def step(self, key, state, action, params): ...
 

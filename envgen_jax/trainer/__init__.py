@@ -4,11 +4,12 @@
   networks.py    ActorCritic (MLP for symbolic obs, IMPALA-style conv for pixels), categorical policy
   metrics.py     RowStats / ChunkMetrics on device; host helpers (means over finished episodes, Crafter score)
   evaluate.py    Evaluator / make_evaluator: N episodes per env in any bank/rows, EvalReport across seeds
-  checkpoint.py  orbax save/restore of the whole TrainState + JSON metadata
+  checkpoint.py  orbax checkpoints of the whole TrainState + JSON metadata; a run's rotate (CheckpointManager)
   probes.py      probe environments for tests
 """
 
-from envgen_jax.trainer.checkpoint import load_metadata, restore_checkpoint, save_checkpoint
+from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint,
+                                           save_checkpoint)
 from envgen_jax.trainer.evaluate import EvalReport, Evaluator, make_evaluator, report_from_stats
 from envgen_jax.trainer.metrics import (ChunkMetrics, LossStats, RowStats, crafter_score, pool_rows, pool_seeds,
                                         success_rates, summarize, summarize_rows, timed, to_host)
@@ -19,5 +20,5 @@ __all__ = [
     "ChunkMetrics", "LossStats", "RowStats", "crafter_score", "success_rates", "summarize", "summarize_rows",
     "pool_rows", "pool_seeds", "timed", "to_host",
     "Evaluator", "EvalReport", "make_evaluator", "report_from_stats",
-    "save_checkpoint", "restore_checkpoint", "load_metadata",
+    "Checkpoints", "newest_checkpoint", "save_checkpoint", "restore_checkpoint", "load_metadata",
 ]

@@ -1,12 +1,19 @@
-"""Orbax checkpoints of the whole TrainState (params, optimiser, vector-env states, keys, counters) + JSON metadata.
+"""Orbax checkpoints of the whole TrainState (params, optimiser, vector-env states, keys, counters) + a JSON dict.
 
-    save_checkpoint(path, ts, metadata={"cycle": 3, "config": {...}})
+A checkpoint is one orbax composite checkpoint, a directory holding two items: `state/` (the TrainState,
+StandardSave) and `metadata/` (the JSON dict, JsonSave). Orbax writes it into a temporary directory and renames it
+once complete, so a killed save leaves no half checkpoint. A restored TrainState continues exactly as the
+uninterrupted run would (same keys, same env states, same optimiser moments).
+
+    with Checkpoints(run / "checkpoints", keep=2) as checkpoints:   # a run's numbered checkpoints (CheckpointManager)
+        checkpoints.save(step, ts, metadata={"loop": {...}})         # the oldest beyond `keep` are deleted
+    path = newest_checkpoint(run / "checkpoints")                    # its newest complete one, or None
     ts = restore_checkpoint(path, like=trainer.abstract_state(bank, rows))   # or like=<a concrete TrainState>
     meta = load_metadata(path)
 
-Layout: `<path>/state/` (orbax StandardCheckpointer) and `<path>/metadata.json`. A restored TrainState continues
-exactly as the uninterrupted run would (same keys, same env states, same optimiser moments).
-`path` is made absolute; an existing checkpoint at `path` is replaced only with overwrite=True.
+    save_checkpoint(path, ts, metadata)                              # one checkpoint in a directory of its own
+
+Paths are made absolute. Run directories written before the manager still read (see "legacy layout" below).
 """
 
 from __future__ import annotations
@@ -21,8 +28,92 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-STATE_DIR = "state"
-METADATA_FILE = "metadata.json"
+STATE, METADATA = "state", "metadata"  # the items of a checkpoint
+
+
+class Checkpoints:
+    """Numbered checkpoints in `directory` through orbax's CheckpointManager: the newest `keep` are kept (None: all).
+
+    Steps must increase from save to save. Close it (or use `with`) when the run ends."""
+
+    def __init__(self, directory: str | os.PathLike, keep: int | None = None):
+        self.directory = Path(directory).absolute()
+        self._manager = ocp.CheckpointManager(self.directory, options=ocp.CheckpointManagerOptions(
+            preservation_policy=ocp.checkpoint_managers.LatestN(keep),
+            enable_async_checkpointing=False,  # save() returns once the checkpoint is complete on disk
+            cleanup_tmp_directories=True,      # the remains of a save that a kill interrupted
+            create=False))                     # the directory appears with the first checkpoint (a run's mark)
+
+    def save(self, step: int, train_state: Any, metadata: dict | None = None) -> Path:
+        self._manager.save(step, args=_save_args(train_state, metadata))
+        return self.directory / str(step)  # orbax's default step names: the bare number
+
+    def latest_step(self) -> int | None:
+        return self._manager.latest_step()
+
+    def all_steps(self) -> list[int]:
+        return list(self._manager.all_steps())
+
+    def close(self) -> None:
+        self._manager.close()
+
+    def __enter__(self) -> "Checkpoints":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def newest_checkpoint(directory: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint that `Checkpoints(directory)` saved, else the legacy layout's, else None."""
+    directory = Path(directory).absolute()
+    if not directory.is_dir():
+        return None
+    newest = ocp.path.step.latest_step_metadata(directory, ocp.path.step.standard_name_format())
+    return Path(newest.path) if newest is not None else _legacy_newest(directory)
+
+
+def save_checkpoint(path: str | os.PathLike, train_state: Any, metadata: dict | None = None,
+                    overwrite: bool = False) -> Path:
+    """One checkpoint at `path`; an existing one is replaced only with overwrite=True."""
+    path = Path(path).absolute()
+    if path.exists():
+        if not overwrite:
+            raise FileExistsError(f"checkpoint exists: {path} (pass overwrite=True)")
+        shutil.rmtree(path)
+    with ocp.AsyncCheckpointer(ocp.CompositeCheckpointHandler()) as checkpointer:  # closed: no thread left behind
+        checkpointer.save(path, args=_save_args(train_state, metadata))
+        checkpointer.wait_until_finished()
+    return path
+
+
+def restore_checkpoint(path: str | os.PathLike, like: Any) -> Any:
+    """The saved TrainState, with the structure, shapes and dtypes of `like` (abstract or concrete)."""
+    path = Path(path).absolute()
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), like)
+    if _is_legacy(path):
+        return _legacy_restore(path, abstract)
+    return _restore(path, **{STATE: ocp.args.StandardRestore(abstract)})[STATE]
+
+
+def load_metadata(path: str | os.PathLike) -> dict:
+    path = Path(path).absolute()
+    if _is_legacy(path):
+        return json.loads((path / LEGACY_METADATA_FILE).read_text())
+    return _restore(path, **{METADATA: ocp.args.JsonRestore()})[METADATA]
+
+
+def _save_args(train_state, metadata) -> ocp.args.Composite:
+    # Host copy first: orbax handed arrays whose computation was still in flight has deadlocked on CPU.
+    # The JSON round trip turns numpy scalars and arrays into plain JSON (orbax's JsonSave takes only plain values).
+    return ocp.args.Composite(**{
+        STATE: ocp.args.StandardSave(jax.device_get(train_state)),
+        METADATA: ocp.args.JsonSave(json.loads(json.dumps(metadata or {}, default=_json_default)))})
+
+
+def _restore(path: Path, **items) -> ocp.args.Composite:
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+        return checkpointer.restore(path, args=ocp.args.Composite(**items))
 
 
 def _json_default(x):
@@ -33,36 +124,26 @@ def _json_default(x):
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
-def save_checkpoint(path: str | os.PathLike, train_state: Any, metadata: dict | None = None,
-                    overwrite: bool = False) -> Path:
-    path = Path(path).absolute()
-    if path.exists():
-        if not overwrite:
-            raise FileExistsError(f"checkpoint exists: {path} (pass overwrite=True)")
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    # Host copy first: orbax handed arrays whose computation was still in flight has deadlocked on CPU.
-    train_state = jax.device_get(train_state)
-    ckptr = ocp.StandardCheckpointer()
-    ckptr.save(path / STATE_DIR, train_state)
-    ckptr.wait_until_finished()
-    ckptr.close()
-    with open(path / METADATA_FILE, "w") as f:
-        json.dump(metadata or {}, f, indent=2, default=_json_default)
-    return path
+# ---------------------------------------------------------------------------------------------- legacy layout
+# Written before the CheckpointManager, and only read now, so that such run directories still resume: a checkpoint
+# was `<name>/state/` (StandardCheckpointer) + `<name>/metadata.json`, and the file `latest` in the run's
+# checkpoints/ named the newest. The manager ignores these entries; a resumed run's new checkpoints sit beside them.
+LEGACY_METADATA_FILE = "metadata.json"
+LEGACY_MARKER = "latest"
 
 
-def restore_checkpoint(path: str | os.PathLike, like: Any) -> Any:
-    """The saved pytree, with the structure, shapes and dtypes of `like` (abstract or concrete)."""
-    path = Path(path).absolute()
-    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), like)
-    ckptr = ocp.StandardCheckpointer()
-    try:
-        return ckptr.restore(path / STATE_DIR, abstract)
-    finally:
-        ckptr.close()
+def _is_legacy(path: Path) -> bool:
+    return (path / LEGACY_METADATA_FILE).is_file()
 
 
-def load_metadata(path: str | os.PathLike) -> dict:
-    with open(Path(path).absolute() / METADATA_FILE) as f:
-        return json.load(f)
+def _legacy_newest(directory: Path) -> Path | None:
+    marker = directory / LEGACY_MARKER
+    if not marker.is_file():
+        return None
+    path = directory / marker.read_text().strip()
+    return path if _is_legacy(path) else None  # the marker was written last: its checkpoint is complete
+
+
+def _legacy_restore(path: Path, abstract: Any) -> Any:
+    with ocp.StandardCheckpointer() as checkpointer:
+        return checkpointer.restore(path / STATE, abstract)

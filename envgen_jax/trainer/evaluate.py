@@ -26,7 +26,7 @@ import numpy as np
 from envgen_jax.trainer.metrics import (RowStats, across_seeds, crafter_score, mean_or_nan, nan_to_none, pool_rows,
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
-from envgen_jax.trainer.ppo import Trainer, _default_vecenv, _num_rows, _rows_axis
+from envgen_jax.trainer.ppo import Trainer, _default_vecenv, _rows_axis
 
 MODES = ("sample", "greedy", "random")
 
@@ -112,7 +112,7 @@ class Evaluator:
         return jnp.select([mode == 0, mode == 1], [sampled, greedy], uniform).astype(sampled.dtype)
 
     def _run_one(self, params, key, bank, rows, mode):
-        num_rows = _num_rows(bank)
+        num_rows = bank.num_rows
         k_reset, k_loop = jax.random.split(key)
         obs, env_state = self.venv.reset(k_reset, bank, rows)
         counts = jnp.zeros((self.num_envs,), jnp.int32)

@@ -10,8 +10,8 @@ One chunk = `lax.scan` over `num_updates` PPO updates; one update = `lax.scan` o
 a reverse-scan GAE, then `update_epochs` x `num_minibatches` Adam steps in two nested scans. The host acts only
 between chunks (the EnvGen LLM step goes there).
 
-* `bank` (env params pytree with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N] per seed;
-  or `envs.vector.RowSampler(probs)` with probs f32[K] or [S, K]: every episode's row drawn from probs)
+* `bank` (an `envs.bank.Bank`: env params with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N]
+  per seed; or `envs.vector.RowSampler(probs)` with probs f32[K] or [S, K]: every episode's row drawn from probs)
   are traced arguments: new values never recompile; a new K or N does (it changes shapes). Per-seed configs
   (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing into each seed's block.
 * `PPOConfig` is static (frozen, hashable): shapes, loop sizes and hyperparameters are closed over, so a new
@@ -114,6 +114,17 @@ class PPOConfig:
             problems.append("ppo.total_updates: anneal_lr needs total_updates > 0")
         if self.resets_per_step < 0:
             problems.append(f"ppo.resets_per_step: {self.resets_per_step} is below the minimum 0")
+        for name in ("gamma", "gae_lambda"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                problems.append(f"ppo.{name}: {getattr(self, name)} is not in [0, 1]")
+        for name in ("clip_eps", "ent_coef", "vf_coef", "lr", "total_updates"):
+            if getattr(self, name) < 0:
+                problems.append(f"ppo.{name}: {getattr(self, name)} is below the minimum 0")
+        for name in ("max_grad_norm", "adam_eps"):
+            if getattr(self, name) <= 0:
+                problems.append(f"ppo.{name}: {getattr(self, name)} must be above 0")
+        if not self.conv_channels or min(self.conv_channels) < 1:
+            problems.append(f"ppo.conv_channels: {list(self.conv_channels)} must be one or more channel counts >= 1")
         if problems:
             raise ConfigError(problems, what="PPO settings")
 
@@ -252,10 +263,6 @@ def _rows_axis(rows) -> int | None:
     return 0 if jnp.ndim(rows.probs if isinstance(rows, RowSampler) else rows) == 2 else None
 
 
-def _num_rows(bank) -> int:
-    return int(jax.tree.leaves(bank)[0].shape[0])
-
-
 def select_seeds(tree, idx: int | Sequence[int] | slice) -> Any:
     """Slice the leading seed axis of a TrainState / metrics pytree; the axis is kept (an int selects [idx])."""
     if not isinstance(idx, slice):
@@ -338,7 +345,7 @@ class Trainer:
 
     def _init_one(self, key, params, bank, rows):
         _, k_reset, k_run = jax.random.split(key, 3)
-        sampler = None if self.level_sampler is None else ls.SamplerState.empty(_num_rows(bank))
+        sampler = None if self.level_sampler is None else ls.SamplerState.empty(bank.num_rows)
         obs, env_state = self._venv_reset(k_reset, bank, self._layout(rows, sampler))
         fields = dict(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
                       update_step=jnp.int32(0), env_steps=jnp.int32(0))
@@ -487,7 +494,7 @@ class Trainer:
         return ts, infos, losses
 
     def _chunk_one(self, ts: TrainState, bank, rows, num_updates: int):
-        num_rows = _num_rows(bank)
+        num_rows = bank.num_rows
         acc0 = RowStats.zeros(num_rows, len(self.achievement_names))
 
         def body(carry, _):
@@ -511,7 +518,7 @@ class Trainer:
     def train_chunk(self, ts: TrainState, bank, rows, num_updates: int) -> tuple[TrainState, ChunkMetrics]:
         """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards).
 
-        bank: env params with leading K rows; rows: i32[N] or i32[S, N] (the bank row of each env slot; the
+        bank: a Bank (env params with leading K rows); rows: i32[N] or i32[S, N] (the bank row of each env slot; the
         VecEnv reads both on every step, so after moving slots to other rows call `reset_envs` first).
         Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
         return self._chunk_jit(ts, bank, _layout(rows), num_updates=num_updates)

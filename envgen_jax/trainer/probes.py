@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from envgen_jax.envs.bank import Bank
+
 
 @struct.dataclass
 class ProbeParams:
@@ -34,13 +36,13 @@ class ProbeParams:
     shift: jax.Array  # i32: BanditEnv's rewarded action is (context + shift) % num_actions
 
 
-def make_bank(rewards, shifts=None) -> ProbeParams:
+def make_bank(rewards, shifts=None) -> Bank:
     """A bank of K rows: `rewards` is [K] or [K, 2] floats, `shifts` [K] ints (default 0)."""
     r = np.asarray(rewards, np.float32)
     if r.ndim == 1:
         r = np.stack([r, r], axis=1)
     shifts = np.zeros(len(r), np.int32) if shifts is None else np.asarray(shifts, np.int32)
-    return ProbeParams(reward=jnp.asarray(r), shift=jnp.asarray(shifts))
+    return Bank(ProbeParams(reward=jnp.asarray(r), shift=jnp.asarray(shifts)))
 
 
 @struct.dataclass

@@ -1,8 +1,8 @@
 """Craftax-Classic with per-environment configuration as traced arrays.
 
 `CrafterParams` extends craftax's `EnvParams` with the world-generation and start-state numbers that EnvGen's knobs
-control. Everything in it is a traced leaf, so a bank of K configurations is one pytree with a leading [K] axis, and
-writing new LLM configurations into the bank never recompiles anything.
+control. Everything in it is a traced leaf, so a bank of K configurations (`envs.bank.Bank`) is one pytree with a
+leading [K] axis, and writing new LLM configurations into the bank never recompiles anything.
 
 `CrafterEnv` is the gymnax-style single environment (vmap it; see `envs.vector.VecEnv` for the batched, auto-resetting
 version). Stepping is craftax's own `craftax_step`, imported, not copied.
@@ -21,6 +21,7 @@ from craftax.craftax_classic.game_logic import craftax_step, is_game_over
 from craftax.craftax_classic.renderer import render_craftax_symbolic
 from flax import struct
 
+from envgen_jax.envs.bank import Bank
 from envgen_jax.envs.crafter import config as C
 from envgen_jax.envs.crafter.worldgen import LAVA, generate_world
 
@@ -86,25 +87,9 @@ def config_to_params(cfg: C.CrafterConfig) -> CrafterParams:
     )
 
 
-def make_params(configs: Sequence[C.CrafterConfig], capacity: int | None = None) -> CrafterParams:
-    """Stack configurations into one params pytree with a leading [K] axis (a "bank").
-
-    With `capacity`, the bank is padded to that many rows with the original game, so later banks of up to `capacity`
-    configurations have the same shapes and reuse every compiled function.
-    """
-    configs = list(configs)
-    if not configs:
-        raise ValueError("make_params needs at least one configuration")
-    if capacity is not None:
-        if len(configs) > capacity:
-            raise ValueError(f"{len(configs)} configurations do not fit a bank of capacity {capacity}")
-        configs += [C.CrafterConfig.original()] * (capacity - len(configs))
-    rows = [config_to_params(c) for c in configs]
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *rows)
-
-
-def bank_row(bank: CrafterParams, index) -> CrafterParams:
-    return jax.tree.map(lambda x: x[index], bank)
+def make_params(configs: Sequence[C.CrafterConfig], capacity: int | None = None) -> Bank:
+    """A bank of configurations (`envs.bank.Bank`), padded to `capacity` rows when given."""
+    return Bank.from_configs(configs, config_to_params, capacity)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,8 +119,8 @@ class CrafterEnv:
     def obs_dtype(self):
         return jnp.float32 if self.observation == "symbolic" else jnp.uint8
 
-    def make_params(self, configs: Sequence[C.CrafterConfig]) -> CrafterParams:
-        return make_params(configs)
+    def make_params(self, configs: Sequence[C.CrafterConfig], capacity: int | None = None) -> Bank:
+        return make_params(configs, capacity)
 
     def default_params(self) -> CrafterParams:
         return config_to_params(C.CrafterConfig.original())

@@ -26,7 +26,7 @@ def generate_maps(configs: Sequence[CrafterConfig], seed: int = 0) -> np.ndarray
     from envgen_jax.envs.crafter.env import CrafterEnv, make_params
     env, bank = CrafterEnv(), make_params(configs)
     keys = jax.numpy.stack([jax.random.PRNGKey(seed)] * len(configs))
-    _, state = jax.jit(jax.vmap(env.reset))(keys, bank)
+    _, state = jax.jit(jax.vmap(env.reset))(keys, bank.params)
     return np.asarray(state.map)
 
 

@@ -21,7 +21,7 @@ def generate_states(configs: Sequence[HeistConfig | Mapping], seed: int = 0, mod
     env, reset = _batched_reset(mode)
     bank = env.make_params(list(configs))
     keys = jnp.broadcast_to(jax.random.PRNGKey(seed), (bank.num_rows, *jax.random.PRNGKey(seed).shape))
-    _, states = reset(keys, bank)
+    _, states = reset(keys, bank.params)
     return [jax.tree.map(lambda leaf, i=i: leaf[i], states) for i in range(bank.num_rows)]
 
 

@@ -1,8 +1,8 @@
 """Procgen Heist as a gymnax-style JAX environment whose every level can follow its own designer config.
 
     env = HeistEnv(mode="hard", obs="pixels")          # static: world size and observation kind
-    bank = env.make_params([HeistConfig.original(), HeistConfig(num_keys=1)])   # traced, leading axis K
-    params = bank.row(config_ids)                       # one row per env, e.g. under vmap
+    bank = env.make_params([HeistConfig.original(), HeistConfig(num_keys=1)])   # an envs.bank.Bank: leading axis K
+    params = bank.get(config_ids)                       # one row per env, e.g. under vmap
     obs, state = env.reset(key, params)
     obs, state, reward, done, info = env.step(key, state, action, params)
 
@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from envgen_jax.envs.bank import Bank
 from envgen_jax.envs.heist import maze, physics, render
 from envgen_jax.envs.heist.config import DISTANCES, KEY_COLOURS, WORLD_DIMS, HeistConfig
 from envgen_jax.schema import ConfigError
@@ -37,7 +38,7 @@ OBS_KINDS = ("pixels", "symbolic")
 
 @struct.dataclass
 class HeistParams:
-    """Traced per-level settings (see HeistConfig). Every leaf has the same leading axes; a bank has [K]."""
+    """Traced per-level settings (see HeistConfig). Every leaf has the same leading axes; in a bank, [K]."""
 
     maze_dim: jax.Array       # int32: 5..13 odd, or -1 = Procgen's draw
     num_keys: jax.Array       # int32: 0..3, or -1 = Procgen's draw
@@ -45,14 +46,6 @@ class HeistParams:
     gem_distance: jax.Array   # int32: index in config.DISTANCES
     start_keys: jax.Array     # bool[..., 3]: keys held at the start (blue, green, red)
     max_steps: jax.Array      # int32: episode cut-off
-
-    @property
-    def num_rows(self) -> int:
-        return self.maze_dim.shape[0]
-
-    def row(self, index) -> "HeistParams":
-        """Rows of a bank: an int gives one row, an int array [N] gives N rows (jit-safe gather)."""
-        return jax.tree.map(lambda leaf: leaf[index], self)
 
 
 @struct.dataclass
@@ -79,9 +72,22 @@ class HeistState:
         return self.level.door_cell
 
 
+def config_to_params(config: HeistConfig) -> HeistParams:
+    """One level's settings as arrays (without a row axis)."""
+    return HeistParams(
+        maze_dim=jnp.asarray(config.maze_dim, jnp.int32),
+        num_keys=jnp.asarray(config.num_keys, jnp.int32),
+        key_distance=jnp.asarray(DISTANCES.index(config.key_distance), jnp.int32),
+        gem_distance=jnp.asarray(DISTANCES.index(config.gem_distance), jnp.int32),
+        start_keys=jnp.asarray(config.start_keys, bool),
+        max_steps=jnp.asarray(config.max_episode_steps, jnp.int32),
+    )
+
+
 def make_params(configs: HeistConfig | Mapping | Sequence[HeistConfig | Mapping],
-                world_dim: int = WORLD_DIMS["hard"]) -> HeistParams:
-    """Stack configs (HeistConfig objects or designer JSON dicts) into a bank with leading axis K.
+                world_dim: int = WORLD_DIMS["hard"], capacity: int | None = None) -> Bank:
+    """A bank (`envs.bank.Bank`) of configs (HeistConfig objects or designer JSON dicts), padded to `capacity` rows
+    when given.
 
     Every problem, including a maze that does not fit `world_dim`, is raised in one ConfigError whose field paths
     start with `configs[i]`."""
@@ -102,14 +108,7 @@ def make_params(configs: HeistConfig | Mapping | Sequence[HeistConfig | Mapping]
         raise ConfigError(problems, what="heist configurations")
     if not rows:
         raise ConfigError(["configs: expected at least one configuration"], what="heist configurations")
-    return HeistParams(
-        maze_dim=jnp.array([c.maze_dim for c in rows], jnp.int32),
-        num_keys=jnp.array([c.num_keys for c in rows], jnp.int32),
-        key_distance=jnp.array([DISTANCES.index(c.key_distance) for c in rows], jnp.int32),
-        gem_distance=jnp.array([DISTANCES.index(c.gem_distance) for c in rows], jnp.int32),
-        start_keys=jnp.array([c.start_keys for c in rows], bool),
-        max_steps=jnp.array([c.max_episode_steps for c in rows], jnp.int32),
-    )
+    return Bank.from_configs(rows, config_to_params, capacity)
 
 
 class HeistEnv:
@@ -144,13 +143,13 @@ class HeistEnv:
     def obs_dtype(self):
         return jnp.uint8 if self.obs_kind == "pixels" else jnp.float32
 
-    def make_params(self, configs) -> HeistParams:
-        return make_params(configs, self.world_dim)
+    def make_params(self, configs, capacity: int | None = None) -> Bank:
+        return make_params(configs, self.world_dim, capacity)
 
     @property
     def default_params(self) -> HeistParams:
         """Procgen's own distribution for this mode, one unbatched row."""
-        return make_params([HeistConfig.original()], self.world_dim).row(0)
+        return config_to_params(HeistConfig.original())
 
     def observe(self, state: HeistState) -> jax.Array:
         if self.obs_kind == "pixels":
