@@ -64,6 +64,8 @@ class LoopState:
     wall_seconds: float = 0.0           # training-loop wall time before this session
     env_steps: int = 0                  # per seed
     checkpoints: int = 0                # checkpoints saved: the step number of the newest
+    buffer: list = dataclasses.field(default_factory=list)  # level replay: the bank rows' configurations (dicts)
+    buffer_draws: int = 0               # level replay: refills of the buffer so far (seeds its random draws)
 
 
 class Callbacks:
@@ -92,7 +94,9 @@ class EnvGenRun:
         self.game = games.get(cfg.env)
         self.env = self.game.make_env(cfg.observation, cfg.heist_mode)
         self.config_cls = self.game.config_cls
-        self.trainer = make_trainer(self.env, cfg.trainer_ppo)
+        # A method with a level sampler (plr) draws its training rows on the device; see methods/plr.py.
+        self.level_sampler = _level_sampler(cfg)
+        self.trainer = make_trainer(self.env, cfg.trainer_ppo, level_sampler=self.level_sampler)
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
                                         cfg.eval.max_steps)
         self.num_designers = cfg.num_designers
@@ -172,7 +176,7 @@ class EnvGenRun:
         return report
 
     def _initial_train_state(self):
-        bank, rows = self._bank_and_rows(first_training_where(self.plan, self.state.phase))
+        bank, rows = self._bank_and_rows(self._state_where())
         if self._resume_from is not None:
             ts = restore_checkpoint(self._resume_from, self.trainer.abstract_state(bank, rows))
         else:
@@ -183,6 +187,16 @@ class EnvGenRun:
             self.log.info(f"spread over {jax.device_count()} devices by "
                           f"{layout(self.cfg.seeds, self.cfg.ppo.num_envs, jax.device_count())}")
         return ts
+
+    def _state_where(self) -> str:
+        """The `where` whose layout the TrainState has at this point of the plan: the next training phase, or
+        with a level sampler (whose sampled and fixed layouts differ in state) the last one trained if the
+        current phase has not started."""
+        if self.level_sampler is not None and self.state.phase_updates == 0:
+            done = [p for p in self.plan[: self.state.phase] if p.kind == "train"]
+            if done:
+                return done[-1].where
+        return first_training_where(self.plan, self.state.phase)
 
     def _advance(self):
         self.state.phase += 1
@@ -262,7 +276,13 @@ class EnvGenRun:
         return out
 
     def _bank_and_rows(self, where: str):
-        """Bank: row 0 the original game, then the LLM configurations, padded to a fixed capacity (no recompiles)."""
+        """Bank: row 0 the original game, then the LLM configurations, padded to a fixed capacity (no recompiles).
+        A level-replay phase: the buffer's configurations, and rows None (the level sampler draws them)."""
+        if where == getattr(self.method, "WHERE", None):
+            if not self.state.buffer:
+                self.state.buffer = self.method.new_configs(self.cfg, self.config_cls, self.capacity, 0)
+                self.state.buffer_draws = 1
+            return self.env.make_params([self.config_cls.from_dict(c) for c in self.state.buffer]), None
         llm = self._llm_configs() if where in ("llm", "mixed") else []
         bank = self.env.make_params([self.config_cls.original(), *llm], capacity=self.capacity)
         s = self.cfg.schedule
@@ -285,7 +305,9 @@ class EnvGenRun:
             self.state.phase_updates += chunk
             steps = chunk * self.cfg.steps_per_update
             self.state.env_steps += steps
-            self._record_chunk(phase, metrics, seconds, steps)
+            self._record_chunk(phase, metrics, seconds, steps, ts)
+            if rows is None:  # level replay: refresh the buffer between chunks
+                ts, bank = self._refresh_buffer(ts, bank)
             if phase.where == "final":  # the scored phase: its original-game episodes make the score
                 original = jax.tree.map(lambda x: np.asarray(x)[:, ORIGINAL_ROW], metrics.rows)  # [S], [S, A]
                 self.state.scored = _add_stats(self.state.scored, original)
@@ -300,9 +322,36 @@ class EnvGenRun:
                 self._compiled = True
             if time.monotonic() - self._last_checkpoint > 60 * self.cfg.output.checkpoint_minutes:
                 self._checkpoint(ts, reason="timer")
+        if rows is None and self.cfg.output.pictures:
+            self._picture_top_levels(ts, phase.cycle)
         return ts
 
-    def _record_chunk(self, phase: Phase, metrics, seconds: float, steps: int) -> None:
+    def _refresh_buffer(self, ts, bank):
+        """Replace the rows the method picks (plr: the lowest-scoring, once no new level is left) by new random
+        configurations; their statistics are forgotten and every slot starts a fresh episode."""
+        from envgen_jax.trainer import level_sampler as ls
+        replace = self.method.rows_to_refresh(self.cfg, jax.device_get(ts.sampler))
+        if replace.size == 0:
+            return ts, bank
+        new = self.method.new_configs(self.cfg, self.config_cls, replace.size, self.state.buffer_draws)
+        self.state.buffer_draws += 1
+        for row, config in zip(replace.tolist(), new):
+            self.state.buffer[row] = config
+        bank = self.env.make_params([self.config_cls.from_dict(c) for c in self.state.buffer])
+        ts = ts.replace(sampler=ls.replace_rows(ts.sampler, replace))
+        return self.trainer.reset_envs(ts, bank, None), bank
+
+    def _picture_top_levels(self, ts, cycle: int) -> None:
+        """The four highest-scored configurations of seed 0's buffer, through the game's renderer."""
+        top = self.method.buffer_metrics(self.level_sampler, jax.device_get(ts.sampler))["top_rows_per_seed"][0]
+        folder = self.out / "environments"
+        folder.mkdir(exist_ok=True)
+        configs = [self.config_cls.from_dict(self.state.buffer[r]) for r in top]
+        (folder / f"cycle_{cycle + 1}_top_levels.json").write_text(json.dumps(
+            {"rows": top, "configs": [self.state.buffer[r] for r in top]}, indent=2))
+        self.game.render(configs, folder / f"cycle_{cycle + 1}_top_levels.png", seed=self.cfg.seed,
+                         mode=self.cfg.heist_mode)
+    def _record_chunk(self, phase: Phase, metrics, seconds: float, steps: int, ts=None) -> None:
         pooled = pool_rows(metrics.rows)  # [S]
         episodes = np.asarray(pooled.episodes)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -317,6 +366,8 @@ class EnvGenRun:
             "steps_per_second": steps * self.cfg.seeds / seconds, "seconds": seconds,
             "losses": {k: float(np.mean(v)) for k, v in vars(metrics.losses).items()},
         }
+        if self.level_sampler is not None and phase.where == getattr(self.method, "WHERE", None):
+            record["buffer"] = self.method.buffer_metrics(self.level_sampler, jax.device_get(ts.sampler))
         self.state.curve.append({k: record[k] for k in ("env_steps", "cycle", "phase", "episodes_per_seed",
                                                         "return_per_seed")})
         self.records.chunk(record, returns, lengths, episodes)
@@ -415,7 +466,13 @@ def abstract_train_state(cfg: RunConfig):
     env = game.make_env(cfg.observation, cfg.heist_mode)
     bank = env.make_params([game.config_cls.original()] * cfg.bank_rows)
     rows = np.zeros(cfg.ppo.num_envs, np.int32)  # which rows the slots run changes no shape
-    return make_trainer(env, cfg.trainer_ppo).abstract_state(bank, rows)
+    return make_trainer(env, cfg.trainer_ppo, level_sampler=_level_sampler(cfg)).abstract_state(bank, rows)
+
+
+def _level_sampler(cfg: RunConfig):
+    """The method's level sampler (plr), or None."""
+    method = methods.get(cfg.method)
+    return method.level_sampler(cfg) if hasattr(method, "level_sampler") else None
 
 
 def checkpoint_bytes(cfg: RunConfig) -> int:

@@ -80,6 +80,10 @@ def phase_costs(cfg) -> list[PhaseCost]:
                                    llm_calls=methods.llm_calls(cfg.method, phase.cycle, cfg.num_designers)))
         elif phase.kind == "evaluate":
             costs.append(PhaseCost(label, "evaluate", original_slots=cfg.eval.num_envs))
+        elif phase.where == getattr(methods.get(cfg.method), "WHERE", None):  # rows drawn by a level sampler
+            costs.append(PhaseCost(label, "train", env_steps=phase.updates * cfg.steps_per_update,
+                                   updates=phase.updates, chunks=phase.updates // s.updates_per_chunk,
+                                   llm_slots=cfg.ppo.num_envs, llm_rows=cfg.bank_rows))
         else:
             rows = assign_rows(phase.where, cfg.ppo.num_envs, cfg.seeds, cfg.num_designers, s.envs_per_call,
                                s.original_share, has_llm_configs=True)
@@ -94,6 +98,7 @@ def phase_costs(cfg) -> list[PhaseCost]:
 
 def describe_plan(cfg) -> str:
     """The run's plan as a table of phases, with totals, LLM calls, bank rows and the size of a checkpoint."""
+    from envgen_jax import methods
     from envgen_jax.loop import checkpoint_bytes  # jax: imported only here, so the plan stays light to import
     s, costs = cfg.schedule, phase_costs(cfg)
     columns = f"  {'phase':<28}{'kind':<10}{'env steps':>11}{'updates':>9}{'chunks':>8}{'LLM calls':>11}  env slots"
@@ -117,8 +122,10 @@ def describe_plan(cfg) -> str:
         f"{cfg.ppo.num_envs} envs x {cfg.ppo.num_steps} steps = {cfg.steps_per_update:,} env steps",
         f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "
                                    f"{cfg.llm.max_repairs} repair turns)" if calls else " (this method asks no LLM)"),
-        f"bank:        {cfg.bank_rows} rows shared by the seeds: row 0 the original game, then "
-        f"{s.envs_per_call} per designer for the designed environments",
+        (f"bank:        {cfg.bank_rows} rows shared by the seeds: the level buffer (random configurations; the "
+         f"final phase: the original game)" if hasattr(methods.get(cfg.method), "WHERE") else
+         f"bank:        {cfg.bank_rows} rows shared by the seeds: row 0 the original game, then "
+         f"{s.envs_per_call} per designer for the designed environments"),
         f"checkpoint:  about {_bytes(size)} ({size:,} bytes of TrainState) each; the newest "
         f"{cfg.output.keep_checkpoints} kept",
     ]

@@ -109,11 +109,48 @@ class OutputConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class UEDConfig:
+    """Level replay (`method: plr`). Defaults from jaxued's PLR examples (examples/craftax/craftax_plr.py: replay
+    probability 0.8; temperature 0.3, staleness 0.3, rank prioritisation, minimum fill 0.5 in all its examples, as
+    in minimax); jaxued's Craftax buffer holds 4000 levels, ours 256 rows (a row is a configuration, not a world)."""
+
+    capacity: int = 256
+    """levels (bank rows of random configurations) in the buffer"""
+    replay_prob: float = 0.8
+    """chance that an episode replays a seen level rather than trying a new one (jaxued craftax 0.8)"""
+    temperature: float = 0.3
+    """rank prioritisation temperature beta: weights (1/rank)^(1/beta) (jaxued, minimax 0.3)"""
+    staleness_coef: float = 0.3
+    """share of the replay distribution given by staleness (jaxued, minimax 0.3)"""
+    min_fill: float = 0.5
+    """replay starts once this share of the buffer has been seen (jaxued 0.5)"""
+    score: Literal["pvl", "maxmc"] = "pvl"
+    """level score: positive value loss, or MaxMC (jaxued's Craftax example uses MaxMC)"""
+    robust: bool = True
+    """robust PLR: gradient updates only from episodes on replayed levels"""
+    refresh_share: float = 0.25
+    """when no new level is left, this share of the buffer (its lowest-scoring levels) is replaced by new random
+    configurations at the next chunk boundary (ours: jaxued instead replaces the lowest one by each better new one)"""
+
+    def __post_init__(self):
+        problems = choice_problems(self, "ued.")
+        if self.capacity < 2:
+            problems.append(f"ued.capacity: {self.capacity} is below the minimum 2")
+        for name in ("replay_prob", "staleness_coef", "min_fill", "refresh_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                problems.append(f"ued.{name}: {getattr(self, name)} is not in [0, 1]")
+        if self.temperature <= 0:
+            problems.append(f"ued.temperature: {self.temperature} must be above 0")
+        if problems:
+            raise ConfigError(problems, what="ued")
+
+
+@dataclasses.dataclass(frozen=True)
 class RunConfig:
     env: str = "crafter"
     """the game: crafter | heist"""
     method: str = "envgen"
-    """envgen | ppo | fixed | easy_to_hard | adversarial | random (see README "Methods and baselines")"""
+    """envgen | ppo | fixed | easy_to_hard | adversarial | random | plr (see README "Methods and baselines")"""
     seeds: int = 1
     """independent agents, vmapped in one compiled run; the report gives mean +/- std over them"""
     seed: int = 0
@@ -127,6 +164,7 @@ class RunConfig:
     eval: EvalConfig = EvalConfig()
     llm: LLMSettings = LLMSettings()
     output: OutputConfig = OutputConfig()
+    ued: UEDConfig = UEDConfig()
 
     def __post_init__(self):
         problems = choice_problems(self, "")
@@ -160,7 +198,11 @@ class RunConfig:
 
     @property
     def bank_rows(self) -> int:
-        """Rows of the environment bank: row 0 the original game, then every designer's LLM configurations."""
+        """Rows of the environment bank: row 0 the original game, then every designer's LLM configurations (a
+        method may size it otherwise: plr's buffer)."""
+        method = methods.get(self.method)
+        if hasattr(method, "bank_rows"):
+            return method.bank_rows(self)
         return 1 + self.schedule.envs_per_call * self.num_designers
 
     def updates_for(self, steps: int) -> int:

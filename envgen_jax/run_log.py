@@ -81,6 +81,16 @@ class RunLog:
             writer.add_scalar("train/steps_per_second", record["steps_per_second"], step)
             for k, v in record["losses"].items():
                 writer.add_scalar(f"loss/{k}", v, step)
+            buffer = record.get("buffer")  # level replay: means over seeds
+            if buffer is not None:
+                for name in ("seen", "replay_share", "mean_staleness"):
+                    values = [v for v in buffer[f"{name}_per_seed"] if v is not None]
+                    if values:
+                        writer.add_scalar(f"buffer/{name}", float(np.mean(values)), step)
+                quartiles = [q for q in buffer["score_quartiles_per_seed"] if q is not None]
+                if quartiles:
+                    for i, name in enumerate(("min", "q25", "median", "q75", "max")):
+                        writer.add_scalar(f"buffer/score_{name}", float(np.mean([q[i] for q in quartiles])), step)
 
     def evaluation(self, env_steps: int, report) -> None:
         writer = self._tb()

@@ -177,3 +177,77 @@ def test_plr_state_changes_never_recompile(plr_run):
     ts = ts.replace(sampler=ls.replace_rows(ts.sampler, jnp.asarray([1, 2])))
     ts, _ = trainer.train_chunk(ts, SKILL_BANK, None, num_updates=40)
     assert trainer.trace_counts["train_chunk"] == 1
+
+
+# -- plr through the loop: outputs, buffer metrics, pictures, resume ------------------------------------------------
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PLR_TINY = [
+    "method=plr", "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
+    "schedule.final_steps=256", "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16",
+    "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4",
+    "eval.max_steps=120", "output.progress=false", "ued.capacity=4", "output.checkpoint_minutes=0",
+    "output.keep_checkpoints=100",
+]
+
+
+@pytest.fixture(scope="module")
+def plr_loop(tmp_path_factory):
+    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run_config import load_run_config
+    out = tmp_path_factory.mktemp("plr") / "whole"
+    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", PLR_TINY)
+    report = EnvGenRun(cfg, out).run()
+    return out, report
+
+
+def _metrics(out):
+    skip = ("steps_per_second", "seconds")
+    return [{k: v for k, v in json.loads(line).items() if k not in skip}
+            for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_plr_run_records_its_buffer(plr_loop):
+    out, report = plr_loop
+    assert "score" in report  # a tiny final phase may finish no original-game episode (score None)
+    lines = _metrics(out)
+    buffers = [line["buffer"] for line in lines if line["phase"] == "plr"]
+    assert len(buffers) == 8 and all(len(b["seen_per_seed"]) == 2 for b in buffers)
+    assert buffers[-1]["seen_per_seed"] == [4, 4] or min(buffers[-1]["seen_per_seed"]) >= 3
+    assert all("buffer" not in line for line in lines if line["phase"] != "plr")
+    assert (out / "environments" / "cycle_1_top_levels.png").exists()
+    top = json.loads((out / "environments" / "cycle_2_top_levels.json").read_text())
+    assert len(top["rows"]) == 4
+
+
+def test_plr_resumes_to_the_same_report(plr_loop, tmp_path):
+    from envgen_jax.loop import EnvGenRun
+    out, report = plr_loop
+    run = tmp_path / "resumed"
+    shutil.copytree(out, run)
+    steps = sorted((p for p in (run / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    # Keep the checkpoints up to one in the middle of cycle 1's level-replay phase (after a buffer refresh), as if
+    # the run had been killed there.
+    for p in steps[3:]:
+        shutil.rmtree(p)
+    (run / "report.json").unlink()
+    EnvGenRun.resume(run).run()
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("wall_seconds", "llm_seconds")}  # noqa: E731
+    assert strip(json.loads((run / "report.json").read_text())) == strip(json.loads((out / "report.json").read_text()))
+    assert _metrics(run) == _metrics(out)
+
+
+def test_ued_settings_parse_and_the_study_accepts_plr():
+    from envgen_jax import study
+    from envgen_jax.run_config import load_run_config
+    from envgen_jax.schema import ConfigError
+    cfg = load_run_config(ROOT / "configs" / "crafter_plr.yaml", ["ued.replay_prob=0.5"])
+    assert cfg.ued.replay_prob == 0.5 and cfg.bank_rows == cfg.ued.capacity == 256
+    with pytest.raises(ConfigError, match="ued.replay_prob"):
+        load_run_config(ROOT / "configs" / "crafter_plr.yaml", ["ued.replay_prob=1.5"])
+    settings = study.resolve(ROOT / "configs" / "crafter_envgen.yaml", ["ppo", "plr"])
+    assert settings.run_config("plr").method == "plr"

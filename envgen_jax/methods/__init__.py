@@ -9,6 +9,10 @@ A method is a module with:
                               whole design record (e.g. `fixed` reusing cycle 1's)
     llm_calls(c, designers)   optional: LLM requests of cycle c's design step (default: one per designer if USES_LLM)
 
+Optional, for methods that pick their training rows on the device (plr): `WHERE` (the `where` of its training
+phases), `bank_rows(cfg)`, `level_sampler(cfg)`, `new_configs(...)`, `rows_to_refresh(cfg, sampler)` and
+`buffer_metrics(hp, sampler)`, used by the driver between chunks.
+
 Adding a method is adding a module here and its name to `_MODULES`; the driver (`envgen_jax.loop`) does not change.
 """
 
@@ -17,7 +21,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_MODULES = ("envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random")
+_MODULES = ("envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random", "plr")
 METHODS: tuple[str, ...] = _MODULES
 
 

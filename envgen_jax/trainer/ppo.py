@@ -260,6 +260,8 @@ def _rows_axis(rows) -> int | None:
     """vmap axis of the layout: per-seed rows [S, N] (or per-seed probs [S, K]) map over seeds."""
     from envgen_jax.envs.vector import RowSampler
 
+    if rows is None:
+        return None
     return 0 if jnp.ndim(rows.probs if isinstance(rows, RowSampler) else rows) == 2 else None
 
 
@@ -337,8 +339,8 @@ class Trainer:
         return self.network.init(k_params, jnp.zeros(self.obs_shape, jnp.float32))
 
     def _layout(self, rows, sampler):
-        """What the VecEnv runs: with a level sampler, rows drawn from its current distribution (`rows` unused)."""
-        if self.level_sampler is None:
+        """What the VecEnv runs: `rows`, or with a level sampler and rows None, rows drawn from its distribution."""
+        if self.level_sampler is None or rows is not None:
             return rows
         from envgen_jax.envs.vector import RowSampler
         return RowSampler(ls.level_probs(self.level_sampler, sampler))
@@ -474,7 +476,8 @@ class Trainer:
         return params, opt_state, jax.tree.map(jnp.mean, stats)
 
     def _update(self, ts: TrainState, bank, rows):
-        cfg, hp = self.cfg, self.level_sampler
+        cfg = self.cfg
+        hp = self.level_sampler if rows is None else None  # PLR where the sampler picks the rows
         key, k_roll, k_learn = jax.random.split(ts.key, 3)
         layout = self._layout(rows, getattr(ts, "sampler", None))
         obs, env_state, traj, infos = self._rollout(ts.params, ts.obs, ts.env_state, k_roll, bank, layout)
@@ -527,6 +530,7 @@ class Trainer:
 def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler: ls.LevelSampler | None = None) -> Trainer:
     """A Trainer for `env` (the project's env protocol) and `cfg`. `venv` overrides the default
     `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`. With `level_sampler` (robust PLR) every episode's row
-    is drawn from the sampler's distribution over the whole bank (the `rows` arguments are unused), and the
-    TrainState carries the sampler's state, updated after every PPO update."""
+    is drawn from the sampler's distribution over the whole bank where `rows` is None (and the sampler's state,
+    carried in the TrainState, is updated after every PPO update); given rows (fixed or a RowSampler) it runs them
+    as any trainer does and leaves the sampler's state as it is."""
     return Trainer(env, cfg, venv, level_sampler)
