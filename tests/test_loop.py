@@ -22,6 +22,7 @@ from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import crafter_score
 
 ROOT = Path(__file__).resolve().parent.parent
+NO_DESIGN = ("ppo", "plr")  # methods without a design step
 TINY = [
     "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
     "schedule.final_steps=512", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",
@@ -128,7 +129,7 @@ def test_plans_of_every_method():
         train_steps = sum(p.updates for p in plan if p.kind == "train") * cfg.steps_per_update
         assert train_steps == 2 * (256 + 256) + 512, method  # every baseline: the same steps
         designs = [p for p in plan if p.kind == "design"]
-        assert len(designs) == (0 if method == "ppo" else 2), method
+        assert len(designs) == (0 if method in NO_DESIGN else 2), method
         assert plan[-2].where == "final" and plan[-1].kind == "evaluate"
     mixed = build_plan(load_run_config(None, TINY + ["schedule.mixing=mixed"]))
     assert [p.where for p in mixed if p.kind == "train"] == ["mixed", "mixed", "final"]
@@ -306,7 +307,7 @@ def test_every_bundled_run_config_loads_and_plans(name):
     plan = build_plan(cfg)
     assert plan[-1].kind == "evaluate" and any(p.where == "final" for p in plan)
     designs = sum(p.kind == "design" for p in plan)
-    assert designs == (0 if cfg.method == "ppo" else cfg.schedule.cycles)  # random: designs without an LLM
+    assert designs == (0 if cfg.method in NO_DESIGN else cfg.schedule.cycles)  # random: designs without an LLM
 
 
 def test_crafter_methods_compare_at_equal_steps():
@@ -318,4 +319,4 @@ def test_crafter_methods_compare_at_equal_steps():
             plan = build_plan(cfg)
             steps[name] = (sum(p.updates for p in plan if p.kind == "train") * cfg.steps_per_update, cfg.seeds,
                            cfg.ppo)
-    assert len(steps) == 6 and len(set(steps.values())) == 1, steps
+    assert len(steps) == 7 and len(set(steps.values())) == 1, steps

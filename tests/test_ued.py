@@ -187,7 +187,7 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PLR_TINY = [
-    "method=plr", "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
+    "method=plr", "seeds=2", "schedule.cycles=1", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
     "schedule.final_steps=256", "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16",
     "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4",
     "eval.max_steps=120", "output.progress=false", "ued.capacity=4", "output.checkpoint_minutes=0",
@@ -216,11 +216,12 @@ def test_plr_run_records_its_buffer(plr_loop):
     assert "score" in report  # a tiny final phase may finish no original-game episode (score None)
     lines = _metrics(out)
     buffers = [line["buffer"] for line in lines if line["phase"] == "plr"]
-    assert len(buffers) == 8 and all(len(b["seen_per_seed"]) == 2 for b in buffers)
-    assert buffers[-1]["seen_per_seed"] == [4, 4] or min(buffers[-1]["seen_per_seed"]) >= 3
+    assert len(buffers) == 4 and all(len(b["seen_per_seed"]) == 2 for b in buffers)
+    assert all(1 <= n <= 4 for b in buffers for n in b["seen_per_seed"])
+    assert all(0 <= share <= 1 for b in buffers for share in b["replay_share_per_seed"])
     assert all("buffer" not in line for line in lines if line["phase"] != "plr")
     assert (out / "environments" / "cycle_1_top_levels.png").exists()
-    top = json.loads((out / "environments" / "cycle_2_top_levels.json").read_text())
+    top = json.loads((out / "environments" / "cycle_1_top_levels.json").read_text())
     assert len(top["rows"]) == 4
 
 
