@@ -252,3 +252,20 @@ def test_ued_settings_parse_and_the_study_accepts_plr():
         load_run_config(ROOT / "configs" / "crafter_plr.yaml", ["ued.replay_prob=1.5"])
     settings = study.resolve(ROOT / "configs" / "crafter_envgen.yaml", ["ppo", "plr"])
     assert settings.run_config("plr").method == "plr"
+
+
+# -- learnability (SFL's selection; the sfl methods are not wired yet) ---------------------------------------------
+
+def test_learnability_picks_the_learnable_row():
+    from envgen_jax.trainer import learnability as sfl
+    from envgen_jax.trainer.evaluate import make_evaluator
+    trainer = make_trainer(probes.SkillEnv(), TINY)
+    ts = trainer.init(SKILL_BANK, jnp.arange(N) % 4)
+    evaluator = make_evaluator(trainer, num_envs=64, episodes_per_env=2, max_steps=4)
+    report = evaluator.evaluate(ts.params, SKILL_BANK, jnp.arange(64) % 4, key=3)
+    learn = sfl.learnability(report.stats, mastered=np.zeros((1, 1), bool))
+    # Row 0 succeeds about 1/4 of the time (an untrained policy), row 1 and 3 always, row 2 never.
+    assert learn[0, 0] > 0.1 and learn[0, 1] == learn[0, 2] == learn[0, 3] == 0.0
+    w = sfl.training_weights(np.array([[0.0, 0.2, 0.1, 0.25]]), k=2, original_share=0.5)
+    np.testing.assert_allclose(w, [[0.5, 0.25, 0.0, 0.25]])
+    assert sfl.mastered_from(np.array([[0.95, np.nan, 0.5]])).tolist() == [[True, False, False]]
