@@ -47,7 +47,7 @@ def _stderr_message(capsys) -> str:
 def test_bad_input_exits_1_with_the_reason(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["train", "--config", SMOKE, "--set", "ppo.num_envs=abc", "--out", str(out)]) == 1
-    assert "error: invalid settings (1 problem):\n  - ppo.num_envs: expected an integer, got 'abc'" in \
+    assert "error: invalid run configuration (1 problem):\n  - ppo.num_envs: expected an integer, got 'abc'" in \
         _stderr_message(capsys)
     assert not out.exists()
 
