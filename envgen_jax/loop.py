@@ -26,13 +26,15 @@ from typing import Any
 
 import jax
 import numpy as np
+import yaml
 
 from envgen_jax import games, methods
 from envgen_jax.methods.base import DesignContext
 from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
 from envgen_jax.plan import Phase, build_plan, first_training_where, phase_label, train_updates
 from envgen_jax.rows import ORIGINAL_ROW, assign_rows
-from envgen_jax.run_config import RunConfig
+from envgen_jax.report import write_report
+from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.run_log import RunLog, logger, nan_to_none
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint
@@ -109,7 +111,6 @@ class EnvGenRun:
     @classmethod
     def resume(cls, out_dir: str | Path, log: logging.Logger | logging.LoggerAdapter | None = None,
                llm_client: Any = None, callbacks: Callbacks | None = None) -> "EnvGenRun":
-        from envgen_jax.run_config import load_run_config
         log = log or logger
         out = Path(out_dir)
         checkpoint = latest_checkpoint(out)
@@ -126,7 +127,6 @@ class EnvGenRun:
 
     # ----------------------------------------------------------------------------------------------- the run
     def run(self) -> dict:
-        from envgen_jax.report import write_report
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "config.yaml").write_text(_yaml(self.cfg.to_dict()))
         # Drop chunks recorded after the checkpoint we start from (all of them when a killed run had none yet).
@@ -378,7 +378,6 @@ def _nz(x) -> float:
 
 
 def _yaml(data: dict) -> str:
-    import yaml
     return yaml.safe_dump(data, sort_keys=False)
 
 

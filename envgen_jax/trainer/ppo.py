@@ -36,6 +36,7 @@ import optax
 from flax import struct
 
 from envgen_jax.config_io import choice_problems
+from envgen_jax.envs.vector import VecEnv
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import ChunkMetrics, LossStats, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, policy
@@ -215,7 +216,6 @@ def compute_gae(rewards, values, dones, truncated, last_value, gamma, gae_lambda
 
 
 def _default_vecenv(env, cfg: PPOConfig, num_envs: int):
-    from envgen_jax.envs.vector import VecEnv
 
     return VecEnv(env, num_envs, cfg.resets_per_step)
 
