@@ -118,7 +118,8 @@ def describe_plan(cfg) -> str:
         f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "
                                    f"{cfg.llm.max_repairs} repair turns)" if calls else " (this method asks no LLM)"),
         f"bank:        {cfg.bank_rows} rows shared by the seeds: row 0 the original game, then "
-        f"{s.envs_per_call} per designer for the designed environments",
+        + (f"{s.envs_per_call} per designer for the designed environments" if any(c.kind == "design" for c in costs)
+           else "rows this method leaves unused (the bank's shape is the same for every method)"),
         f"checkpoint:  about {_bytes(size)} ({size:,} bytes of TrainState) each; the newest "
         f"{cfg.output.keep_checkpoints} kept",
     ]
