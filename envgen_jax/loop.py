@@ -97,8 +97,6 @@ class EnvGenRun:
         self.trainer = make_trainer(self.env, cfg.trainer_ppo)
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
                                         cfg.eval.max_steps)
-        self.num_designers = cfg.num_designers
-        self.capacity = cfg.bank_rows
         self.records = RunLog(self.out, cfg.output.tensorboard)
         self._llm_client = llm_client  # tests inject a scripted client here
         self._designers: list | None = None
@@ -198,7 +196,7 @@ class EnvGenRun:
             self.state.designers = [d.state_dict() for d in self._designers]
 
         ctx = DesignContext(cfg=self.cfg, cycle=cycle, cycles=self.cfg.schedule.cycles,
-                            n=self.cfg.schedule.envs_per_call, num_designers=self.num_designers,
+                            n=self.cfg.schedule.envs_per_call, num_designers=self.cfg.num_designers,
                             feedback=self._feedback(cycle), previous=self.state.designs,
                             config_cls=self.config_cls, designers=self._get_designers, on_llm_call=on_llm_call,
                             status=bar.set_postfix_str)
@@ -216,7 +214,7 @@ class EnvGenRun:
             return None
         last = self.state.evals[-1]
         names = self.env.achievement_names
-        if self.num_designers == 1:
+        if self.cfg.num_designers == 1:
             return [{a: (100 * _nz(last["success_mean"][a]), 100 * _nz(last["success_std"][a])) for a in names}]
         return [{a: (100 * _nz(per_seed[j]), 0.0) for j, a in enumerate(names)}
                 for per_seed in last["success_per_seed"]]
@@ -231,7 +229,7 @@ class EnvGenRun:
                                    for s in self.state.designers]
             else:
                 self._designers = [Designer(spec, self.cfg.llm, transcript, client=self._llm_client)
-                                   for _ in range(self.num_designers)]
+                                   for _ in range(self.cfg.num_designers)]
         return self._designers
 
     def _write_design(self, record: dict) -> None:
@@ -264,9 +262,9 @@ class EnvGenRun:
     def _bank_and_rows(self, where: str):
         """Bank: row 0 the original game, then the LLM configurations, padded to a fixed capacity (no recompiles)."""
         llm = self._llm_configs() if where in ("llm", "mixed") else []
-        bank = self.env.make_params([self.config_cls.original(), *llm], capacity=self.capacity)
+        bank = self.env.make_params([self.config_cls.original(), *llm], capacity=self.cfg.bank_rows)
         s = self.cfg.schedule
-        rows = assign_rows(where, self.cfg.ppo.num_envs, self.cfg.seeds, self.num_designers, s.envs_per_call,
+        rows = assign_rows(where, self.cfg.ppo.num_envs, self.cfg.seeds, self.cfg.num_designers, s.envs_per_call,
                            s.original_share, bool(llm))
         return bank, rows
 
