@@ -26,13 +26,15 @@ from typing import Any
 
 import jax
 import numpy as np
+import yaml
 
 from envgen_jax import games, methods
 from envgen_jax.methods.base import DesignContext
 from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
 from envgen_jax.plan import Phase, build_plan, first_training_where, phase_label, train_updates
 from envgen_jax.rows import ORIGINAL_ROW, assign_rows
-from envgen_jax.run_config import RunConfig
+from envgen_jax.report import write_report
+from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.run_log import RunLog, logger, nan_to_none
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint
@@ -99,8 +101,6 @@ class EnvGenRun:
         self.trainer = make_trainer(self.env, cfg.trainer_ppo, level_sampler=self.level_sampler)
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
                                         cfg.eval.max_steps)
-        self.num_designers = cfg.num_designers
-        self.capacity = cfg.bank_rows
         self.records = RunLog(self.out, cfg.output.tensorboard)
         self._llm_client = llm_client  # tests inject a scripted client here
         self._designers: list | None = None
@@ -113,7 +113,6 @@ class EnvGenRun:
     @classmethod
     def resume(cls, out_dir: str | Path, log: logging.Logger | logging.LoggerAdapter | None = None,
                llm_client: Any = None, callbacks: Callbacks | None = None) -> "EnvGenRun":
-        from envgen_jax.run_config import load_run_config
         log = log or logger
         out = Path(out_dir)
         checkpoint = latest_checkpoint(out)
@@ -130,7 +129,6 @@ class EnvGenRun:
 
     # ----------------------------------------------------------------------------------------------- the run
     def run(self) -> dict:
-        from envgen_jax.report import write_report
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "config.yaml").write_text(_yaml(self.cfg.to_dict()))
         # Drop chunks recorded after the checkpoint we start from (all of them when a killed run had none yet).
@@ -212,7 +210,7 @@ class EnvGenRun:
             self.state.designers = [d.state_dict() for d in self._designers]
 
         ctx = DesignContext(cfg=self.cfg, cycle=cycle, cycles=self.cfg.schedule.cycles,
-                            n=self.cfg.schedule.envs_per_call, num_designers=self.num_designers,
+                            n=self.cfg.schedule.envs_per_call, num_designers=self.cfg.num_designers,
                             feedback=self._feedback(cycle), previous=self.state.designs,
                             config_cls=self.config_cls, designers=self._get_designers, on_llm_call=on_llm_call,
                             status=bar.set_postfix_str)
@@ -230,7 +228,7 @@ class EnvGenRun:
             return None
         last = self.state.evals[-1]
         names = self.env.achievement_names
-        if self.num_designers == 1:
+        if self.cfg.num_designers == 1:
             return [{a: (100 * _nz(last["success_mean"][a]), 100 * _nz(last["success_std"][a])) for a in names}]
         return [{a: (100 * _nz(per_seed[j]), 0.0) for j, a in enumerate(names)}
                 for per_seed in last["success_per_seed"]]
@@ -245,7 +243,7 @@ class EnvGenRun:
                                    for s in self.state.designers]
             else:
                 self._designers = [Designer(spec, self.cfg.llm, transcript, client=self._llm_client)
-                                   for _ in range(self.num_designers)]
+                                   for _ in range(self.cfg.num_designers)]
         return self._designers
 
     def _write_design(self, record: dict) -> None:
@@ -284,9 +282,9 @@ class EnvGenRun:
                 self.state.buffer_draws = 1
             return self.env.make_params([self.config_cls.from_dict(c) for c in self.state.buffer]), None
         llm = self._llm_configs() if where in ("llm", "mixed") else []
-        bank = self.env.make_params([self.config_cls.original(), *llm], capacity=self.capacity)
+        bank = self.env.make_params([self.config_cls.original(), *llm], capacity=self.cfg.bank_rows)
         s = self.cfg.schedule
-        rows = assign_rows(where, self.cfg.ppo.num_envs, self.cfg.seeds, self.num_designers, s.envs_per_call,
+        rows = assign_rows(where, self.cfg.ppo.num_envs, self.cfg.seeds, self.cfg.num_designers, s.envs_per_call,
                            s.original_share, bool(llm))
         return bank, rows
 
@@ -429,7 +427,6 @@ def _nz(x) -> float:
 
 
 def _yaml(data: dict) -> str:
-    import yaml
     return yaml.safe_dump(data, sort_keys=False)
 
 

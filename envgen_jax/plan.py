@@ -122,14 +122,21 @@ def describe_plan(cfg) -> str:
         f"{cfg.ppo.num_envs} envs x {cfg.ppo.num_steps} steps = {cfg.steps_per_update:,} env steps",
         f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "
                                    f"{cfg.llm.max_repairs} repair turns)" if calls else " (this method asks no LLM)"),
-        (f"bank:        {cfg.bank_rows} rows shared by the seeds: the level buffer (random configurations; the "
-         f"final phase: the original game)" if hasattr(methods.get(cfg.method), "WHERE") else
-         f"bank:        {cfg.bank_rows} rows shared by the seeds: row 0 the original game, then "
-         f"{s.envs_per_call} per designer for the designed environments"),
+        f"bank:        {cfg.bank_rows} rows shared by the seeds: " + _bank_use(cfg, costs),
         f"checkpoint:  about {_bytes(size)} ({size:,} bytes of TrainState) each; the newest "
         f"{cfg.output.keep_checkpoints} kept",
     ]
     return "\n".join(lines)
+
+
+def _bank_use(cfg, costs: list[PhaseCost]) -> str:
+    from envgen_jax import methods
+    method = methods.get(cfg.method)
+    if hasattr(method, "bank_use"):  # methods that draw rows on the device say what their rows hold
+        return method.bank_use(cfg)
+    if any(c.kind == "design" for c in costs):
+        return f"row 0 the original game, then {cfg.schedule.envs_per_call} per designer for the designed environments"
+    return "row 0 the original game, then rows this method leaves unused (the bank's shape is the same for every method)"
 
 
 def _slots(c: PhaseCost) -> str:

@@ -8,17 +8,10 @@ import pytest
 from envgen_jax.envs.bank import Bank
 from envgen_jax.envs.crafter import CrafterConfig, config_to_params
 from envgen_jax.schema import ConfigError
+from tests.trees import assert_trees_equal
 
 CONFIGS = [CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3),
            CrafterConfig(coal_rarity="very common", episode_length=1024), CrafterConfig(peaceful=True, sapling=2)]
-
-
-def assert_trees_equal(a, b):
-    assert jax.tree.structure(a) == jax.tree.structure(b)
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.dtype == y.dtype and x.shape == y.shape
-        np.testing.assert_array_equal(x, y)
 
 
 def shapes(tree):

@@ -345,3 +345,12 @@ def test_repeats_of_the_trained_design_and_unkept_purposes_go_back_once(tmp_path
         assert len(client.calls) == 2
     with pytest.raises(Exception, match="llm.advice"):
         LLMSettings(advice="some")
+
+
+def test_request_timeout_defaults_to_the_backend(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert LLMSettings().request_timeout_s == 900.0  # the offline model: minutes per reply on a small CPU
+    assert LLMSettings(backend="openai", model="gpt-4o-mini").request_timeout_s == 120.0
+    assert LLMSettings(backend="local", timeout_s=30).request_timeout_s == 30
+    with pytest.raises(Exception, match="llm.timeout_s"):
+        LLMSettings(timeout_s=0)

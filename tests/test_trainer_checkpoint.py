@@ -17,17 +17,10 @@ from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_ch
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.ppo import PPOConfig, make_trainer
 from tests import golden
+from tests.trees import assert_trees_equal
 
 CFG = PPOConfig(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, width=16, depth=1, num_seeds=2,
                 anneal_lr=True, total_updates=20)
-
-
-def _assert_trees_equal(a, b):
-    assert jax.tree.structure(a) == jax.tree.structure(b)
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.dtype == y.dtype and x.shape == y.shape
-        np.testing.assert_array_equal(x, y)
 
 
 @pytest.fixture(scope="module")
@@ -50,18 +43,18 @@ def test_restored_run_continues_exactly(bandit, tmp_path):
     uninterrupted, m_a = trainer.train_chunk(ts, bank, rows, num_updates=3)  # chunk k+1
 
     restored = restore_checkpoint(tmp_path / "ckpt", like=trainer.abstract_state(bank, rows))
-    _assert_trees_equal(restored, saved)
+    assert_trees_equal(restored, saved)
     resumed, m_b = trainer.train_chunk(restored, bank, rows, num_updates=3)
 
-    _assert_trees_equal(resumed, uninterrupted)
-    _assert_trees_equal(to_host(m_a), to_host(m_b))
+    assert_trees_equal(resumed, uninterrupted)
+    assert_trees_equal(to_host(m_a), to_host(m_b))
     assert int(resumed.update_step[0]) == 9
     assert load_metadata(tmp_path / "ckpt") == {"chunk": 2, "config": {"lr": CFG.lr}, "seeds": [0, 1]}
 
     with pytest.raises(FileExistsError):
         save_checkpoint(tmp_path / "ckpt", resumed)
     save_checkpoint(tmp_path / "ckpt", resumed, overwrite=True)
-    _assert_trees_equal(restore_checkpoint(tmp_path / "ckpt", like=resumed), resumed)
+    assert_trees_equal(restore_checkpoint(tmp_path / "ckpt", like=resumed), resumed)
 
 
 def test_rotation_keeps_the_newest_and_restores_the_newest(bandit, tmp_path):
@@ -79,7 +72,7 @@ def test_rotation_keeps_the_newest_and_restores_the_newest(bandit, tmp_path):
         newest = jax.tree.map(np.array, ts)
     assert set(threading.enumerate()) <= threads  # closed: no orbax thread left running
     assert sorted(p.name for p in folder.iterdir()) == ["4", "5"]  # exactly keep_checkpoints
-    _assert_trees_equal(restore_checkpoint(newest_checkpoint(folder), like=trainer.abstract_state(bank, rows)),
+    assert_trees_equal(restore_checkpoint(newest_checkpoint(folder), like=trainer.abstract_state(bank, rows)),
                         newest)
     assert load_metadata(newest_checkpoint(folder)) == {"loop": {"step": 5}}
 

@@ -67,7 +67,8 @@ def add_commands(commands) -> None:
     gen.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     gen.add_argument("--seed", type=int, help="sampling seed sent with each request")
     gen.add_argument("--max-tokens", type=int)
-    gen.add_argument("--timeout", type=float, help="seconds per request")
+    gen.add_argument("--timeout", type=float, help="seconds per request (default 120 for an endpoint, 900 for the "
+                     "offline model)")
     gen.add_argument("--max-repairs", type=int, help="repair turns after an invalid reply (default 2)")
     gen.set_defaults(handler=cmd_generate)
 

@@ -63,7 +63,7 @@ def make_openai_client(settings: LLMSettings, base_url: str | None = None, api_k
                            "or point --base-url / OPENAI_BASE_URL at an OpenAI-compatible server "
                            "(or use --backend local for the bundled offline model)")
         api_key = "not-needed"  # keyless servers (vLLM, Ollama, llama.cpp) accept any key
-    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=settings.timeout_s, max_retries=0)
+    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=settings.request_timeout_s, max_retries=0)
 
 
 def _retry_after(exc: Any) -> float | None:
@@ -152,7 +152,7 @@ class OpenAIBackend:
         try:
             response = self.client.chat.completions.create(**kwargs)
         except Exception as exc:  # sorted into retry / refuse below; nothing is swallowed
-            raise classify(exc, self.settings.timeout_s) from exc
+            raise classify(exc, self.settings.request_timeout_s) from exc
         latency = time.monotonic() - start
         try:
             choice = response.choices[0]

@@ -35,7 +35,9 @@ class LLMSettings:
     temperature: float = 0.0
     seed: int | None = None           # sampling seed sent with every request (matters when temperature > 0)
     max_tokens: int = 2048
-    timeout_s: float = 120.0          # per HTTP request
+    # Per HTTP request; None: 120 s for an endpoint, 900 s for the local server (the offline 1.5B model writes a
+    # 1,200-token design in about 2 minutes on an idle 2-core CPU, several times that on a busy one).
+    timeout_s: float | None = None
     max_retries: int = 4              # extra tries after a time-out, refused connection, HTTP 429 or 5xx
     backoff_s: float = 1.0            # first wait; doubles on every retry
     backoff_max_s: float = 30.0
@@ -82,11 +84,20 @@ class LLMSettings:
         if self.repair_temperature is not None and (isinstance(self.repair_temperature, bool) or not isinstance(
                 self.repair_temperature, (int, float)) or self.repair_temperature < 0):
             out.append(f"llm.repair_temperature: expected a number >= 0 or null, got {self.repair_temperature!r}")
-        for name in ("temperature", "timeout_s", "backoff_s", "backoff_max_s", "startup_timeout_s"):
+        if self.timeout_s is not None and (isinstance(self.timeout_s, bool) or not isinstance(
+                self.timeout_s, (int, float)) or not self.timeout_s > 0):
+            out.append(f"llm.timeout_s: expected a number > 0 or null, got {self.timeout_s!r}")
+        for name in ("temperature", "backoff_s", "backoff_max_s", "startup_timeout_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 out.append(f"llm.{name}: expected a number >= 0, got {value!r}")
         return out
+
+    @property
+    def request_timeout_s(self) -> float:
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return 900.0 if self.resolved_backend() == "local" else 120.0
 
     def resolved_backend(self) -> str:
         if self.backend != "auto":

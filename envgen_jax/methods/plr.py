@@ -78,3 +78,7 @@ def buffer_metrics(hp: ls.LevelSampler, sampler) -> dict:
                                                if mask.any() else None)
         out["top_rows_per_seed"].append(np.argsort(-np.where(mask, score[s], -np.inf), kind="stable")[:4].tolist())
     return out
+
+
+def bank_use(cfg) -> str:
+    return "the level buffer (random configurations; the final phase: the original game)"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
@@ -233,7 +234,6 @@ def across_seeds(per_seed_values: np.ndarray, ddof: int = 0) -> tuple[np.ndarray
 
 class _quiet_nan:
     def __enter__(self):
-        import warnings
 
         self._w = warnings.catch_warnings()
         self._w.__enter__()

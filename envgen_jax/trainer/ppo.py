@@ -37,6 +37,7 @@ import optax
 from flax import struct
 
 from envgen_jax.config_io import choice_problems
+from envgen_jax.envs.vector import VecEnv
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer import level_sampler as ls
 from envgen_jax.trainer.metrics import ChunkMetrics, LossStats, RowStats, row_stats_from_steps
@@ -243,7 +244,6 @@ def _some(mask):
 
 
 def _default_vecenv(env, cfg: PPOConfig, num_envs: int):
-    from envgen_jax.envs.vector import VecEnv
 
     return VecEnv(env, num_envs, cfg.resets_per_step)
 

@@ -6,6 +6,9 @@ import functools
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import jax
+import jax.numpy as jnp
+
 from envgen_jax.envs.heist.config import HeistConfig
 from envgen_jax.envs.heist.env import ACHIEVEMENTS, HeistEnv, HeistParams, HeistState, make_params
 
@@ -15,8 +18,6 @@ __all__ = ["ACHIEVEMENTS", "HeistConfig", "HeistEnv", "HeistParams", "HeistState
 
 def generate_states(configs: Sequence[HeistConfig | Mapping], seed: int = 0, mode: str = "hard") -> list[HeistState]:
     """The starting state of level `seed` of each config (a HeistConfig or designer JSON dict) in a `mode` world."""
-    import jax
-    import jax.numpy as jnp
 
     env, reset = _batched_reset(mode)
     bank = env.make_params(list(configs))

@@ -8,6 +8,8 @@ corner (blue rightmost, as in Procgen).
 
 from __future__ import annotations
 
+import textwrap
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -112,7 +114,6 @@ LEGEND = (("wall", WALL), ("floor", FLOOR), ("agent", AGENT), ("gem", GEM),
 
 def save_panels(states, world_dim: int, path, titles, heading: str, size: int = 256):
     """One panel per (unbatched) state with its title, and a colour legend; returns the PNG path."""
-    import textwrap
     from pathlib import Path
 
     import matplotlib
