@@ -278,7 +278,7 @@ class EnvGenRun:
         A level-replay phase: the buffer's configurations, and rows None (the level sampler draws them)."""
         if where == getattr(self.method, "WHERE", None):
             if not self.state.buffer:
-                self.state.buffer = self.method.new_configs(self.cfg, self.config_cls, self.capacity, 0)
+                self.state.buffer = self.method.new_configs(self.cfg, self.config_cls, self.cfg.bank_rows, 0)
                 self.state.buffer_draws = 1
             return self.env.make_params([self.config_cls.from_dict(c) for c in self.state.buffer]), None
         llm = self._llm_configs() if where in ("llm", "mixed") else []

