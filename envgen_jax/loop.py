@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import yaml
 
 from envgen_jax import games, methods
+from envgen_jax.envs.vector import RowSampler
 from envgen_jax.methods.base import DesignContext
 from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
 from envgen_jax.plan import Phase, build_plan, first_training_where, phase_label, train_updates
@@ -68,6 +70,10 @@ class LoopState:
     checkpoints: int = 0                # checkpoints saved: the step number of the newest
     buffer: list = dataclasses.field(default_factory=list)  # level replay: the bank rows' configurations (dicts)
     buffer_draws: int = 0               # level replay: refills of the buffer so far (seeds its random draws)
+    # Learnability (sfl, envgen_sfl): the training distribution over bank rows per seed ([S, K] lists) chosen by
+    # the latest selection, and every selection's measurements (p, learnability, weights, per seed and row).
+    row_weights: list = dataclasses.field(default_factory=list)
+    selections: list = dataclasses.field(default_factory=list)
 
 
 class Callbacks:
@@ -101,6 +107,13 @@ class EnvGenRun:
         self.trainer = make_trainer(self.env, cfg.trainer_ppo, level_sampler=self.level_sampler)
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
                                         cfg.eval.max_steps)
+        # A method that chooses rows by learnability (sfl, envgen_sfl) measures its candidates with this one.
+        self.learns_where = getattr(self.method, "LEARNS_WHERE", None)
+        self._selected = None  # the selection made since the last recorded chunk, for metrics.jsonl
+        if self.learns_where is not None:
+            u = cfg.ued
+            self.learn_evaluator = make_evaluator(self.trainer, (cfg.bank_rows - 1) * u.rollouts_per_level, 1,
+                                                  u.rollout_steps)
         self.records = RunLog(self.out, cfg.output.tensorboard)
         self._llm_client = llm_client  # tests inject a scripted client here
         self._designers: list | None = None
@@ -187,10 +200,9 @@ class EnvGenRun:
         return ts
 
     def _state_where(self) -> str:
-        """The `where` whose layout the TrainState has at this point of the plan: the next training phase, or
-        with a level sampler (whose sampled and fixed layouts differ in state) the last one trained if the
-        current phase has not started."""
-        if self.level_sampler is not None and self.state.phase_updates == 0:
+        """The `where` whose layout the TrainState has at this point of the plan: the last one trained if the
+        current phase has not started (sampled and fixed layouts differ in state), else the current one."""
+        if self.state.phase_updates == 0:
             done = [p for p in self.plan[: self.state.phase] if p.kind == "train"]
             if done:
                 return done[-1].where
@@ -202,18 +214,17 @@ class EnvGenRun:
 
     # ------------------------------------------------------------------------------------------------- design
     def _design(self, cycle: int, bar) -> None:
-        def on_llm_call(seconds: float) -> None:
+        def on_llm_call(seconds: float, n: int) -> None:
             self.state.llm_calls += 1
             self.state.llm_seconds += seconds
-            self.log.info(f"LLM step {self.state.llm_calls}: {self.cfg.schedule.envs_per_call} environments in "
-                          f"{seconds:.1f}s")
+            self.log.info(f"LLM step {self.state.llm_calls}: {n} environments in {seconds:.1f}s")
             self.state.designers = [d.state_dict() for d in self._designers]
 
         ctx = DesignContext(cfg=self.cfg, cycle=cycle, cycles=self.cfg.schedule.cycles,
                             n=self.cfg.schedule.envs_per_call, num_designers=self.cfg.num_designers,
                             feedback=self._feedback(cycle), previous=self.state.designs,
                             config_cls=self.config_cls, designers=self._get_designers, on_llm_call=on_llm_call,
-                            status=bar.set_postfix_str)
+                            status=bar.set_postfix_str, learnability_notes=self._learnability_notes())
         result = self.method.design(ctx)
         if isinstance(result, dict):  # a whole record (e.g. fixed reusing cycle 1's): nothing new to write
             self.state.designs.append(result)
@@ -232,6 +243,29 @@ class EnvGenRun:
             return [{a: (100 * _nz(last["success_mean"][a]), 100 * _nz(last["success_std"][a])) for a in names}]
         return [{a: (100 * _nz(per_seed[j]), 0.0) for j, a in enumerate(names)}
                 for per_seed in last["success_per_seed"]]
+
+    def _learnability_notes(self) -> list | None:
+        """Per designer, one note per environment of its latest design from the latest selection (envgen_sfl)."""
+        if self.learns_where != "llm" or not self.state.selections:
+            return None
+        from envgen_jax.trainer.learnability import verdict
+        last = self.state.selections[-1]
+        p, measured, weights = (np.asarray(last[k]) for k in ("p", "measured", "weights"))  # [S, K]
+        rows = self.method.candidate_rows(self.cfg)  # [S, P]
+        seeds_of = ([np.arange(self.cfg.seeds)] if self.cfg.num_designers == 1
+                    else [np.array([d]) for d in range(self.cfg.num_designers)])  # the seeds each designer serves
+        notes = []
+        for seeds in seeds_of:
+            per_env = []
+            for row in rows[seeds[0]]:
+                got = measured[seeds, row].astype(bool)
+                mean_p = float(p[seeds, row][got].mean()) if got.any() else 0.0
+                w = float(weights[seeds, row].mean())
+                trained = (f"the agent trained in it ({100 * w:.0f}% of its episodes there)" if w > 0
+                           else "the agent did not train in it")
+                per_env.append(f"p = {100 * mean_p:.0f}%: {verdict(mean_p, bool(got.any()))}; {trained}")
+            notes.append(per_env)
+        return notes
 
     def _get_designers(self) -> list:
         if self._designers is None:
@@ -263,14 +297,18 @@ class EnvGenRun:
         record = record or (self.state.designs[-1] if self.state.designs else None)
         if record is None:
             return []
-        default_length = getattr(self.config_cls.original(), "episode_length", None)  # Crafter only
+        return self._generated([c for d in record["designers"] for c in d["configs"]])
+
+    def _generated(self, dicts: list) -> list:
+        """Configurations of generated environments: those that keep the original episode length get the LLM
+        environments' (`schedule.llm_episode_length`; Crafter only)."""
+        default_length = getattr(self.config_cls.original(), "episode_length", None)
         out = []
-        for d in record["designers"]:
-            for c in d["configs"]:
-                cfg = self.config_cls.from_dict(c)
-                if default_length is not None and cfg.episode_length == default_length:
-                    cfg = dataclasses.replace(cfg, episode_length=self.cfg.schedule.llm_episode_length)
-                out.append(cfg)
+        for c in dicts:
+            cfg = self.config_cls.from_dict(c)
+            if default_length is not None and cfg.episode_length == default_length:
+                cfg = dataclasses.replace(cfg, episode_length=self.cfg.schedule.llm_episode_length)
+            out.append(cfg)
         return out
 
     def _bank_and_rows(self, where: str):
@@ -281,6 +319,8 @@ class EnvGenRun:
                 self.state.buffer = self.method.new_configs(self.cfg, self.config_cls, self.cfg.bank_rows, 0)
                 self.state.buffer_draws = 1
             return self.env.make_params([self.config_cls.from_dict(c) for c in self.state.buffer]), None
+        if where == self.learns_where:
+            return self._learning_bank(), RowSampler(jnp.asarray(self._weights(), jnp.float32))
         llm = self._llm_configs() if where in ("llm", "mixed") else []
         bank = self.env.make_params([self.config_cls.original(), *llm], capacity=self.cfg.bank_rows)
         s = self.cfg.schedule
@@ -289,11 +329,18 @@ class EnvGenRun:
         return bank, rows
 
     def _train(self, ts, phase: Phase, bar):
+        learns = phase.where == self.learns_where
+        if learns and self.state.phase_updates == 0:
+            self._select(ts, phase, bar)
         bank, rows = self._bank_and_rows(phase.where)
         if self.state.phase_updates == 0:
             ts = self.trainer.reset_envs(ts, bank, rows)  # a new phase starts fresh episodes, from its rows
         chunk = self.cfg.schedule.updates_per_chunk
         while self.state.phase_updates < phase.updates:
+            if learns and self._reselect_now(phase):  # sfl: a new pool every ued.sfl_refresh_updates updates
+                self._select(ts, phase, bar)
+                bank, rows = self._bank_and_rows(phase.where)
+                ts = self.trainer.reset_envs(ts, bank, rows)
             if not self._compiled:
                 bar.set_postfix_str("compiling the training chunk (its time is left out of the ETA)")
             start = time.monotonic()
@@ -324,6 +371,59 @@ class EnvGenRun:
             self._picture_top_levels(ts, phase.cycle)
         return ts
 
+    # ------------------------------------------------------------------------------------ learnability (sfl)
+    def _candidates(self) -> list:
+        """The configurations learnability chooses from (bank rows 1, 2, ...): sfl's random pool, or envgen_sfl's
+        LLM environments."""
+        return self._generated(self.state.buffer) if hasattr(self.method, "pool_size") else self._llm_configs()
+
+    def _learning_bank(self):
+        return self.env.make_params([self.config_cls.original(), *self._candidates()], capacity=self.cfg.bank_rows)
+
+    def _weights(self) -> np.ndarray:
+        """The latest selection's training distribution [S, K]; before any, the original game."""
+        if self.state.row_weights:
+            return np.asarray(self.state.row_weights, np.float32)
+        w = np.zeros((self.cfg.seeds, self.cfg.bank_rows), np.float32)
+        w[:, ORIGINAL_ROW] = 1.0
+        return w
+
+    def _reselect_now(self, phase: Phase) -> bool:
+        every = self.cfg.ued.sfl_refresh_updates
+        return (hasattr(self.method, "pool_size") and 0 < self.state.phase_updates < phase.updates
+                and self.state.phase_updates % every == 0)
+
+    def _select(self, ts, phase: Phase, bar) -> None:
+        """Measure every candidate's learnability with the current policy and set the rows to train on."""
+        from envgen_jax.trainer import learnability
+        bar.set_postfix_str("measuring the candidates' learnability")
+        start = time.monotonic()
+        if hasattr(self.method, "pool_size"):  # sfl: a fresh random pool (the draw counter makes resumes equal)
+            self.state.buffer = self.method.new_configs(self.cfg, self.config_cls, self.method.pool_size(self.cfg),
+                                                        self.state.buffer_draws)
+            self.state.buffer_draws += 1
+        bank = self._learning_bank()
+        key = jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), 5000 + len(self.state.selections))
+        last_eval = self.state.evals[-1]["success_per_seed"] if self.state.evals else None
+        mastered = (learnability.mastered_from(np.asarray(last_eval, np.float64), self.cfg.ued.mastered_at)
+                    if last_eval is not None else np.zeros((self.cfg.seeds, len(self.env.achievement_names)), bool))
+        m = learnability.measure(self.learn_evaluator, ts.params, bank, np.arange(1, self.cfg.bank_rows),
+                                 self.cfg.ued.rollouts_per_level, key, mastered)
+        p, measured, learn = m["p"], m["measured"], m["learnability"]
+        weights = self.method.row_weights(self.cfg, learn)
+        self.state.row_weights = weights.tolist()
+        self.state.selections.append({
+            "cycle": phase.cycle, "env_steps": self.state.env_steps, "seconds": time.monotonic() - start,
+            "mastered_per_seed": mastered.sum(-1).tolist(), "episodes": m["episodes"].tolist(),
+            "p": p.tolist(), "measured": measured.tolist(), "learnability": learn.tolist(),
+            "weights": weights.tolist()})
+        self._selected = self.state.selections[-1]
+        if self.cfg.output.pictures and self.state.phase_updates == 0:
+            top = [int(r) for r in np.argsort(-learn[0, 1:], kind="stable")[:4] + 1]
+            configs = [self._candidates()[r - 1] for r in top]
+            self._picture_levels(phase.cycle, top, configs, {"learnability": [learn[0, r] for r in top],
+                                                              "p": [p[0, r] for r in top]})
+
     def _refresh_buffer(self, ts, bank):
         """Replace the rows the method picks (plr: the lowest-scoring, once no new level is left) by new random
         configurations; their statistics are forgotten and every slot starts a fresh episode."""
@@ -342,11 +442,15 @@ class EnvGenRun:
     def _picture_top_levels(self, ts, cycle: int) -> None:
         """The four highest-scored configurations of seed 0's buffer, through the game's renderer."""
         top = self.method.buffer_metrics(self.level_sampler, jax.device_get(ts.sampler))["top_rows_per_seed"][0]
+        self._picture_levels(cycle, top, [self.config_cls.from_dict(self.state.buffer[r]) for r in top])
+
+    def _picture_levels(self, cycle: int, rows: list, configs: list, extra: dict | None = None) -> None:
+        """environments/cycle_<c>_top_levels.{json,png}: seed 0's highest-scored rows, through the game's renderer."""
         folder = self.out / "environments"
         folder.mkdir(exist_ok=True)
-        configs = [self.config_cls.from_dict(self.state.buffer[r]) for r in top]
         (folder / f"cycle_{cycle + 1}_top_levels.json").write_text(json.dumps(
-            {"rows": top, "configs": [self.state.buffer[r] for r in top]}, indent=2))
+            {"rows": rows, "configs": [c.to_dict() for c in configs],
+             **{k: [float(x) for x in v] for k, v in (extra or {}).items()}}, indent=2))
         self.game.render(configs, folder / f"cycle_{cycle + 1}_top_levels.png", seed=self.cfg.seed,
                          mode=self.cfg.heist_mode)
     def _record_chunk(self, phase: Phase, metrics, seconds: float, steps: int, ts=None) -> None:
@@ -366,6 +470,9 @@ class EnvGenRun:
         }
         if self.level_sampler is not None and phase.where == getattr(self.method, "WHERE", None):
             record["buffer"] = self.method.buffer_metrics(self.level_sampler, jax.device_get(ts.sampler))
+        if self._selected is not None:  # the learnability selection made before this chunk
+            record["selection"] = _selection_summary(self._selected)
+            self._selected = None
         self.state.curve.append({k: record[k] for k in ("env_steps", "cycle", "phase", "episodes_per_seed",
                                                         "return_per_seed")})
         self.records.chunk(record, returns, lengths, episodes)
@@ -412,6 +519,24 @@ def load_loop_state(checkpoint: Path) -> LoopState:
 def latest_checkpoint(out: Path) -> Path | None:
     """The newest complete checkpoint of the run directory `out`, or None."""
     return newest_checkpoint(Path(out) / "checkpoints")
+
+
+def _selection_summary(sel: dict) -> dict:
+    """Per seed: learnability quartiles over the candidates measured, their mean p, the rows trained on and
+    their weights (metrics.jsonl and TensorBoard)."""
+    learn, p, measured, w = (np.asarray(sel[k], np.float64) for k in ("learnability", "p", "measured", "weights"))
+    out = {"seconds": sel["seconds"], "measured_per_seed": measured[:, 1:].sum(1).astype(int).tolist(),
+           "learnability_quartiles_per_seed": [], "mean_p_per_seed": [], "trained_rows_per_seed": [],
+           "trained_weights_per_seed": [], "original_weight_per_seed": w[:, ORIGINAL_ROW].tolist()}
+    for s in range(learn.shape[0]):
+        got = measured[s, 1:].astype(bool)
+        out["learnability_quartiles_per_seed"].append(
+            np.quantile(learn[s, 1:][got], [0, .25, .5, .75, 1]).tolist() if got.any() else None)
+        out["mean_p_per_seed"].append(float(p[s, 1:][got].mean()) if got.any() else None)
+        rows = [int(r) for r in np.flatnonzero(w[s]) if r != ORIGINAL_ROW]
+        out["trained_rows_per_seed"].append(rows)
+        out["trained_weights_per_seed"].append([float(w[s, r]) for r in rows])
+    return out
 
 
 def _add_stats(total: dict | None, stats: RowStats) -> dict:

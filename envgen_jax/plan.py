@@ -80,10 +80,12 @@ def phase_costs(cfg) -> list[PhaseCost]:
                                    llm_calls=methods.llm_calls(cfg.method, phase.cycle, cfg.num_designers)))
         elif phase.kind == "evaluate":
             costs.append(PhaseCost(label, "evaluate", original_slots=cfg.eval.num_envs))
-        elif phase.where == getattr(methods.get(cfg.method), "WHERE", None):  # rows drawn by a level sampler
+        elif phase.where in _sampled_wheres(cfg):  # rows drawn on the device (level sampler, learnability)
+            # plr's buffer is the whole bank; learnability's candidates follow the original game's row 0
+            candidates = cfg.bank_rows - (phase.where != getattr(methods.get(cfg.method), "WHERE", None))
             costs.append(PhaseCost(label, "train", env_steps=phase.updates * cfg.steps_per_update,
                                    updates=phase.updates, chunks=phase.updates // s.updates_per_chunk,
-                                   llm_slots=cfg.ppo.num_envs, llm_rows=cfg.bank_rows))
+                                   llm_slots=cfg.ppo.num_envs, llm_rows=candidates))
         else:
             rows = assign_rows(phase.where, cfg.ppo.num_envs, cfg.seeds, cfg.num_designers, s.envs_per_call,
                                s.original_share, has_llm_configs=True)
@@ -127,6 +129,12 @@ def describe_plan(cfg) -> str:
         f"{cfg.output.keep_checkpoints} kept",
     ]
     return "\n".join(lines)
+
+
+def _sampled_wheres(cfg) -> set:
+    from envgen_jax import methods
+    method = methods.get(cfg.method)
+    return {getattr(method, "WHERE", None), getattr(method, "LEARNS_WHERE", None)} - {None}
 
 
 def _bank_use(cfg, costs: list[PhaseCost]) -> str:

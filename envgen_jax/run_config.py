@@ -110,9 +110,14 @@ class OutputConfig:
 
 @dataclasses.dataclass(frozen=True)
 class UEDConfig:
-    """Level replay (`method: plr`). Defaults from jaxued's PLR examples (examples/craftax/craftax_plr.py: replay
-    probability 0.8; temperature 0.3, staleness 0.3, rank prioritisation, minimum fill 0.5 in all its examples, as
-    in minimax); jaxued's Craftax buffer holds 4000 levels, ours 256 rows (a row is a configuration, not a world)."""
+    """Level replay (`method: plr`) and learnability (`sfl`, `envgen_sfl`).
+
+    plr's defaults are jaxued's PLR examples' (examples/craftax/craftax_plr.py: replay probability 0.8;
+    temperature 0.3, staleness 0.3, rank prioritisation, minimum fill 0.5 in all its examples, as in minimax);
+    jaxued's Craftax buffer holds 4000 levels, ours 256 rows (a row is a configuration, not a world).
+    sfl's follow Kinetix's `configs/ued/sfl.yaml` in proportion (it samples 4096 levels, keeps the top 1024 by
+    learnability, refreshes every 128 updates, half of the envs on them): 64 sampled, 16 kept, every 128 updates,
+    `schedule.original_share` of the envs in the original game."""
 
     capacity: int = 256
     """levels (bank rows of random configurations) in the buffer"""
@@ -131,11 +136,34 @@ class UEDConfig:
     refresh_share: float = 0.25
     """when no new level is left, this share of the buffer (its lowest-scoring levels) is replaced by new random
     configurations at the next chunk boundary (ours: jaxued instead replaces the lowest one by each better new one)"""
+    sfl_pool: int = 64
+    """sfl: random configurations whose learnability is measured at each selection (Kinetix 4096)"""
+    sfl_keep: int = 16
+    """sfl: the top ones by learnability trained on, evenly (Kinetix 1024 of 4096)"""
+    sfl_refresh_updates: int = 128
+    """sfl: PPO updates between selections, besides one at the start of each training phase (Kinetix 128)"""
+    llm_pool: int = 16
+    """envgen_sfl: environments the LLM writes per call; learnability picks `schedule.envs_per_call` of them"""
+    rollouts_per_level: int = 2
+    """learnability: episodes of the current policy per configuration (one evaluation over the whole pool)"""
+    rollout_steps: int = 1024
+    """learnability: step budget of that evaluation; episodes still running then are not counted"""
+    mastered_at: float = 0.9
+    """learnability: an achievement the agent unlocks at this rate in the original game (last evaluation) is
+    mastered, and left out of a configuration's success rate p"""
 
     def __post_init__(self):
         problems = choice_problems(self, "ued.")
         if self.capacity < 2:
             problems.append(f"ued.capacity: {self.capacity} is below the minimum 2")
+        for name in ("sfl_pool", "sfl_keep", "sfl_refresh_updates", "llm_pool", "rollouts_per_level",
+                     "rollout_steps"):
+            if getattr(self, name) < 1:
+                problems.append(f"ued.{name}: {getattr(self, name)} is below the minimum 1")
+        if self.sfl_keep > self.sfl_pool:
+            problems.append(f"ued.sfl_keep: {self.sfl_keep} is more than ued.sfl_pool ({self.sfl_pool})")
+        if not 0.0 < self.mastered_at <= 1.0:
+            problems.append(f"ued.mastered_at: {self.mastered_at} is not in (0, 1]")
         for name in ("replay_prob", "staleness_coef", "min_fill", "refresh_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 problems.append(f"ued.{name}: {getattr(self, name)} is not in [0, 1]")
@@ -176,6 +204,9 @@ class RunConfig:
             problems.append(f"seeds: {self.seeds} is below the minimum 1")
         if (self.ppo.num_seeds, self.ppo.seed) != (1, 0):
             problems.append("ppo.num_seeds / ppo.seed: set the top-level `seeds` and `seed` instead")
+        if self.method == "envgen_sfl" and self.schedule.envs_per_call > self.ued.llm_pool:
+            problems.append(f"schedule.envs_per_call: envgen_sfl trains in {self.schedule.envs_per_call} of the "
+                            f"LLM's ued.llm_pool = {self.ued.llm_pool} environments; it cannot be more")
         if problems:
             raise ConfigError(problems, what="run configuration")
 

@@ -22,7 +22,7 @@ from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import crafter_score
 
 ROOT = Path(__file__).resolve().parent.parent
-NO_DESIGN = ("ppo", "plr")  # methods without a design step
+NO_DESIGN = ("ppo", "plr", "sfl")  # methods without a design step
 TINY = [
     "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
     "schedule.final_steps=512", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",

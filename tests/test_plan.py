@@ -11,12 +11,14 @@ from tests.golden import TINY
 
 
 def test_every_method_is_a_module_with_the_method_interface():
-    assert set(METHODS) == {"envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random"}
+    assert set(METHODS) == {"envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random", "plr", "sfl",
+                            "envgen_sfl"}
     for name in METHODS:
         module = methods.get(name)
         assert module.NAME == name and isinstance(module.USES_LLM, bool)
         assert callable(module.cycle_phases) and callable(module.design)
-    assert [m for m in METHODS if methods.uses_llm(m)] == ["envgen", "fixed", "easy_to_hard", "adversarial"]
+    assert [m for m in METHODS if methods.uses_llm(m)] == ["envgen", "fixed", "easy_to_hard", "adversarial",
+                                                           "envgen_sfl"]
     with pytest.raises(KeyError, match="is not one of"):
         methods.get("magic")
 
@@ -37,7 +39,7 @@ def test_random_design_is_the_same_for_the_same_seed_and_cycle():
 
     def design(cycle):
         ctx = DesignContext(cfg=cfg, cycle=cycle, cycles=2, n=2, num_designers=2, feedback=None, previous=[],
-                            config_cls=CrafterConfig, designers=lambda: [], on_llm_call=lambda s: None)
+                            config_cls=CrafterConfig, designers=lambda: [], on_llm_call=lambda s, n: None)
         return methods.get("random").design(ctx)
 
     assert design(0) == design(0) != design(1)
@@ -48,7 +50,7 @@ def test_fixed_reuses_the_first_design_as_a_whole_record():
     from envgen_jax.methods.base import DesignContext
     first = {"cycle": 0, "designers": [{"configs": [{}], "purposes": ["p"]}]}
     ctx = DesignContext(cfg=None, cycle=1, cycles=2, n=1, num_designers=1, feedback=None, previous=[first],
-                        config_cls=None, designers=lambda: [], on_llm_call=lambda s: None)
+                        config_cls=None, designers=lambda: [], on_llm_call=lambda s, n: None)
     assert methods.get("fixed").design(ctx) == dict(first, cycle=1, reused=True)
 
 

@@ -206,9 +206,14 @@ def plr_loop(tmp_path_factory):
 
 
 def _metrics(out):
+    """metrics.jsonl without its timings (a learnability selection's own included)."""
     skip = ("steps_per_second", "seconds")
-    return [{k: v for k, v in json.loads(line).items() if k not in skip}
-            for line in (out / "metrics.jsonl").read_text().splitlines()]
+    lines = [{k: v for k, v in json.loads(line).items() if k not in skip}
+             for line in (out / "metrics.jsonl").read_text().splitlines()]
+    for line in lines:
+        if "selection" in line:
+            line["selection"] = {k: v for k, v in line["selection"].items() if k != "seconds"}
+    return lines
 
 
 def test_plr_run_records_its_buffer(plr_loop):
@@ -254,7 +259,7 @@ def test_ued_settings_parse_and_the_study_accepts_plr():
     assert settings.run_config("plr").method == "plr"
 
 
-# -- learnability (SFL's selection; the sfl methods are not wired yet) ---------------------------------------------
+# -- learnability: SFL's selection, and the sfl and envgen_sfl methods through the loop ----------------------------
 
 def test_learnability_picks_the_learnable_row():
     from envgen_jax.trainer import learnability as sfl
@@ -269,3 +274,143 @@ def test_learnability_picks_the_learnable_row():
     w = sfl.training_weights(np.array([[0.0, 0.2, 0.1, 0.25]]), k=2, original_share=0.5)
     np.testing.assert_allclose(w, [[0.5, 0.25, 0.0, 0.25]])
     assert sfl.mastered_from(np.array([[0.95, np.nan, 0.5]])).tolist() == [[True, False, False]]
+
+
+def test_sfl_selection_concentrates_on_the_learnable_row():
+    """A probe bank whose row 0 plays the original game (trivial), then trivial, learnable and impossible rows: the
+    loop's measurement and sfl's weights put every non-original episode on the learnable row, and training follows."""
+    from envgen_jax.trainer import learnability as sfl
+    from envgen_jax.trainer.evaluate import make_evaluator
+    bank = probes.make_bank([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]], shifts=[0, 2, 1, 3])
+    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_seeds=2))
+    ts = trainer.init(bank, jnp.zeros(N, jnp.int32))
+    evaluator = make_evaluator(trainer, num_envs=3 * 16, episodes_per_env=1, max_steps=4)
+    m = sfl.measure(evaluator, ts.params, bank, [1, 2, 3], 16, jax.random.PRNGKey(0), np.zeros((2, 1), bool))
+    assert m["measured"][:, 1:].all() and (m["episodes"][:, 1:] == 16).all() and (m["episodes"][:, 0] == 0).all()
+    assert (m["p"][:, 1] == 1).all() and (m["p"][:, 3] == 0).all() and (0 < m["p"][:, 2]).all()
+    assert (m["learnability"][:, 2] > 0.05).all() and (m["learnability"][:, [0, 1, 3]] == 0).all()
+    w = sfl.training_weights(m["learnability"], k=1, original_share=0.5)
+    np.testing.assert_allclose(w, [[0.5, 0, 0.5, 0]] * 2)
+    ts = trainer.reset_envs(ts, bank, RowSampler(jnp.asarray(w)))
+    ts, metrics = trainer.train_chunk(ts, bank, RowSampler(jnp.asarray(w)), num_updates=3)
+    episodes = to_host(metrics).rows.episodes  # [S, K]
+    assert (episodes[:, [1, 3]] == 0).all()
+    np.testing.assert_allclose(episodes[:, 2] / episodes.sum(1), 0.5, atol=0.1)
+    # envgen_sfl's weights: the top-k of the LLM's rows in proportion to learnability (evenly when all score 0)
+    np.testing.assert_allclose(sfl.weights_by_learnability(np.array([[0, .1, .2, .3, 0]]), np.arange(1, 5), 2),
+                               [[0, 0, 0.4, 0.6, 0]])
+    np.testing.assert_allclose(sfl.weights_by_learnability(np.zeros((1, 4)), np.arange(1, 4), 2), [[0, .5, .5, 0]])
+    assert [sfl.verdict(p, True) for p in (0.0, 0.3, 0.95)] == ["too hard", "learnable", "too easy"]
+
+
+SFL_TINY = [
+    "method=sfl", "seeds=2", "schedule.cycles=1", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
+    "schedule.final_steps=256", "schedule.updates_per_chunk=1", "schedule.llm_episode_length=64", "ppo.num_envs=8",
+    "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1",
+    "eval.num_envs=4", "eval.max_steps=120", "output.progress=false", "output.checkpoint_minutes=0",
+    "output.keep_checkpoints=100", "ued.sfl_pool=4", "ued.sfl_keep=2", "ued.sfl_refresh_updates=2",
+    "ued.rollouts_per_level=1", "ued.rollout_steps=64",
+]
+
+
+@pytest.fixture(scope="module")
+def sfl_loop(tmp_path_factory):
+    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run_config import load_run_config
+    out = tmp_path_factory.mktemp("sfl") / "whole"
+    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", SFL_TINY)
+    report = EnvGenRun(cfg, out).run()
+    return out, report
+
+
+def test_sfl_run_selects_and_records(sfl_loop):
+    from envgen_jax.loop import latest_checkpoint, load_loop_state
+    out, report = sfl_loop
+    lines = _metrics(out)
+    phases = [line["phase"] for line in lines]
+    assert phases == ["sfl"] * 4 + ["final"] * 2  # 512 steps of 128 per update, then the final 256
+    # a selection at the phase's start and after 2 updates (ued.sfl_refresh_updates), recorded with the next chunk
+    selections = [line.get("selection") for line in lines]
+    assert [s is not None for s in selections] == [True, False, True, False, False, False]
+    for sel in filter(None, selections):
+        assert len(sel["trained_rows_per_seed"]) == 2
+        for rows, weights in zip(sel["trained_rows_per_seed"], sel["trained_weights_per_seed"]):
+            assert len(rows) == 2 and all(1 <= r <= 4 for r in rows)
+            assert weights == pytest.approx([0.25, 0.25])  # (1 - original_share 0.5) / sfl_keep 2
+        assert sel["original_weight_per_seed"] == pytest.approx([0.5, 0.5])
+    state = load_loop_state(latest_checkpoint(out))
+    assert len(state.selections) == 2 and state.buffer_draws == 2 and len(state.buffer) == 4
+    first = state.selections[0]
+    w = np.asarray(first["weights"])
+    assert w.shape == (2, 5) and np.allclose(w.sum(1), 1)
+    # the kept rows are each seed's most learnable candidates
+    learn = np.asarray(first["learnability"])
+    for s in range(2):
+        kept = set(np.flatnonzero(w[s, 1:]) + 1)
+        assert min(learn[s, r] for r in kept) >= max([learn[s, r] for r in range(1, 5) if r not in kept] + [0])
+    top = json.loads((out / "environments" / "cycle_1_top_levels.json").read_text())
+    assert len(top["rows"]) == 4 and len(top["learnability"]) == 4
+    assert (out / "environments" / "cycle_1_top_levels.png").exists()
+    assert report["llm_calls"] == 0
+
+
+def test_sfl_resumes_to_the_same_report(sfl_loop, tmp_path):
+    from envgen_jax.loop import EnvGenRun
+    out, _ = sfl_loop
+    run = tmp_path / "resumed"
+    shutil.copytree(out, run)
+    steps = sorted((p for p in (run / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    for p in steps[3:]:  # killed after the third chunk: after the second selection, mid-phase
+        shutil.rmtree(p)
+    (run / "report.json").unlink()
+    EnvGenRun.resume(run).run()
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("wall_seconds", "llm_seconds")}  # noqa: E731
+    assert strip(json.loads((run / "report.json").read_text())) == strip(json.loads((out / "report.json").read_text()))
+    assert _metrics(run) == _metrics(out)
+
+
+def test_envgen_sfl_picks_from_the_pool_and_tells_the_llm(tmp_path):
+    from envgen_jax.envs.crafter import CrafterConfig
+    from envgen_jax.llm.testing import ScriptedClient, auto_reply
+    from envgen_jax.loop import EnvGenRun, latest_checkpoint, load_loop_state
+    from envgen_jax.run_config import load_run_config
+    tiny = [x for x in SFL_TINY if not x.startswith(("method=", "ued.sfl", "schedule.cycles"))]
+    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", tiny + [  # 1024 steps: 128 per slot, 64-step episodes
+        "method=envgen_sfl", "schedule.cycles=2", "schedule.llm_env_steps=1024", "schedule.envs_per_call=2", "ued.llm_pool=4",
+        "llm.backend=openai", "llm.model=fake"])
+    client = ScriptedClient(default=auto_reply(CrafterConfig))
+    report = EnvGenRun(cfg, tmp_path, llm_client=client).run()
+    assert report["llm_calls"] == 2 and len(client.calls) == 2
+    state = load_loop_state(latest_checkpoint(tmp_path))
+    assert [len(d["designers"][0]["configs"]) for d in state.designs] == [4, 4]
+    assert len(state.selections) == 2  # one at the start of each cycle's LLM-environment phase
+    for sel in state.selections:
+        w = np.asarray(sel["weights"])  # [S, 1 + 4]
+        assert w.shape == (2, 5) and (w[:, 0] == 0).all() and np.allclose(w.sum(1), 1)
+        assert ((w[:, 1:] > 0).sum(1) <= 2).all()  # envs_per_call of the pool's 4
+    # training episodes ran only in the chosen rows
+    first = np.asarray(state.env_learning[0]["stats"]["episodes"])  # [S, K]
+    w0 = np.asarray(state.selections[0]["weights"])
+    assert (first[w0 == 0] == 0).all() and first.sum() > 0
+    # the second call's feedback lists the 4 previous environments, each with its measured learnability
+    prompt = client.calls[1]["messages"][-1]["content"]
+    assert "success rate p on the achievements it has not mastered" in prompt
+    notes = [line for line in prompt.splitlines() if line.strip().startswith("-> p = ")]
+    assert len(notes) == 4
+    assert sum("the agent trained in it" in n for n in notes) == int((w0[:, 1:] > 0).any(0).sum())  # any seed
+    assert all(any(v in n for v in ("learnable", "too easy", "too hard", "not measured")) for n in notes)
+
+
+def test_sfl_settings_are_checked():
+    from envgen_jax import study
+    from envgen_jax.run_config import load_run_config
+    from envgen_jax.schema import ConfigError
+    cfg = load_run_config(ROOT / "configs" / "crafter_sfl.yaml")
+    assert cfg.method == "sfl" and cfg.bank_rows == 65
+    assert load_run_config(ROOT / "configs" / "crafter_envgen_sfl.yaml").bank_rows == 17
+    with pytest.raises(ConfigError, match="ued.sfl_keep: 70 is more than ued.sfl_pool"):
+        load_run_config(ROOT / "configs" / "crafter_sfl.yaml", ["ued.sfl_keep=70"])
+    with pytest.raises(ConfigError, match="schedule.envs_per_call: envgen_sfl trains in 8"):
+        load_run_config(ROOT / "configs" / "crafter_envgen_sfl.yaml", ["schedule.envs_per_call=8", "ued.llm_pool=4"])
+    settings = study.resolve(ROOT / "configs" / "study_cpu.yaml", ["ppo", "sfl", "envgen_sfl"])
+    assert settings.run_config("envgen_sfl").method == "envgen_sfl"

@@ -63,14 +63,17 @@ class Designer:
         """Ask for n environments. Starts the conversation, or continues it if one exists."""
         return self._design(generation_prompt(self.spec, self._check_n(n)), n, "generate")
 
-    def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None) -> Design:
+    def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None,
+                 notes: Sequence[str] | None = None) -> Design:
         """Report per-achievement success (name -> (mean %, std %) or mean %) and ask for n new environments.
 
-        `previous`: the configurations the agent trained in; defaults to the last accepted design. With no
-        conversation yet (e.g. a resumed run without state), the generation prompt is sent first in the same turn.
+        `previous`: the configurations the agent trained in; defaults to the last accepted design. `notes`: one line
+        per previous configuration, shown after it (envgen_sfl: its measured learnability). With no conversation yet
+        (e.g. a resumed run without state), the generation prompt is sent first in the same turn.
         """
         previous = list(self.configs if previous is None else previous)
-        prompt = feedback_prompt(self.spec, success, previous, self._check_n(n), with_generation=not self.messages)
+        prompt = feedback_prompt(self.spec, success, previous, self._check_n(n), with_generation=not self.messages,
+                                 notes=notes)
         return self._design(prompt, n, "feedback")
 
     def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:

@@ -95,18 +95,31 @@ def format_success(spec: EnvSpec, success: Success, order: str = "listed") -> st
     return "\n".join(f"{name}: {_pct(m)}% +/- {_pct(s)}%" for name, (m, s) in rates)
 
 
-def format_configs(configs: Sequence[Any]) -> str:
+LEARNABILITY_PREAMBLE = (
+    "Before training, the agent played a few episodes in each of these environments. Its success rate p on the "
+    "achievements it has not mastered yet tells how learnable an environment is: too easy when p is near 1, too hard "
+    "when p is near 0, learnable in between; the agent trained in the most learnable ones.")
+
+
+def format_configs(configs: Sequence[Any], notes: Sequence[str] | None = None) -> str:
+    """One line per configuration (only its changed settings); `notes`, one per configuration, follow each line."""
     if not configs:
         return "(not available)"
-    return "\n".join(f"Environment {i + 1}: {json.dumps(c.to_dict(only_changed=True))}" for i, c in enumerate(configs))
+    if notes is not None and len(notes) != len(configs):
+        raise ValueError(f"{len(notes)} notes for {len(configs)} configurations")
+    lines = [f"Environment {i + 1}: {json.dumps(c.to_dict(only_changed=True))}" for i, c in enumerate(configs)]
+    if notes is None:
+        return "\n".join(lines)
+    return "\n".join([LEARNABILITY_PREAMBLE, *(f"{line}\n  -> {note}" for line, note in zip(lines, notes))])
 
 
 def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n: int,
-                    with_generation: bool = False) -> str:
-    """The feedback turn. `with_generation` prepends the generation prompt, for a conversation that starts here."""
+                    with_generation: bool = False, notes: Sequence[str] | None = None) -> str:
+    """The feedback turn. `with_generation` prepends the generation prompt, for a conversation that starts here;
+    `notes` annotate the previous configurations (`format_configs`)."""
     text = render(spec.read_template("feedback"), str(spec.template_path("feedback")), REQUIRED_FIELDS["feedback"],
                   title=spec.title, num_envs=n, success=format_success(spec, success, order="weakest"),
-                  previous_configs=format_configs(previous), output_format=output_format(spec, n)).strip()
+                  previous_configs=format_configs(previous, notes), output_format=output_format(spec, n)).strip()
     return generation_prompt(spec, n) + "\n\n" + text if with_generation else text
 
 

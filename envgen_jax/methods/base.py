@@ -28,7 +28,9 @@ class DesignContext:
     cycle: 0-based; cycles: how many; n: environments per designer; num_designers: 1 (pooled) or one per seed;
     feedback: per designer, achievement -> (mean %, std %) from the previous evaluation (None in cycle 1);
     previous: the design records of earlier cycles; designers(): the LLM designers (made on first use);
-    on_llm_call(seconds): the driver's bookkeeping after each LLM call; status(text): progress line."""
+    on_llm_call(seconds, n): the driver's bookkeeping after each LLM call that wrote n environments; status(text):
+    progress line; learnability_notes: per designer, a note per environment of its previous design (envgen_sfl),
+    or None."""
 
     cfg: Any
     cycle: int
@@ -39,17 +41,19 @@ class DesignContext:
     previous: list
     config_cls: type
     designers: Callable[[], list]
-    on_llm_call: Callable[[float], None]
+    on_llm_call: Callable[[float, int], None]
     status: Callable[[str], None] = lambda text: None
+    learnability_notes: list | None = None
 
-    def ask_each(self, request: Callable[[Any, Any], Any]) -> list[dict]:
-        """`request(designer, feedback_or_None) -> Design` for each designer in order, timed and counted."""
+    def ask_each(self, request: Callable[[Any, Any], Any], n: int | None = None) -> list[dict]:
+        """`request(designer, feedback_or_None) -> Design` for each designer in order, timed and counted; `n`:
+        the environments each request asks for (default `self.n`), for the progress line."""
         out = []
         feedback = self.feedback
         for i, designer in enumerate(self.designers()):
-            self.status(f"LLM step: asking for {self.n} environments ({self.cfg.method}, cycle {self.cycle + 1})")
+            self.status(f"LLM step: asking for {n or self.n} environments ({self.cfg.method}, cycle {self.cycle + 1})")
             start = time.monotonic()
             design = request(designer, feedback[i] if feedback else None)
-            self.on_llm_call(time.monotonic() - start)
+            self.on_llm_call(time.monotonic() - start, len(design.configs))
             out.append({"configs": [c.to_dict() for c in design.configs], "purposes": list(design.purposes)})
         return out

@@ -1,0 +1,57 @@
+"""EnvGen with learnability (ours): the LLM writes a larger pool, learnability picks what to train on, and tells it.
+
+Each cycle, as EnvGen: the design step, training in the designed environments, training in the original game, an
+evaluation there. The difference: each LLM call asks for `ued.llm_pool` environments (not `schedule.envs_per_call`);
+before training in them, the current policy runs `ued.rollouts_per_level` episodes in each (one jitted evaluation),
+and each seed trains on its `schedule.envs_per_call` most learnable ones (p (1 - p), `trainer.learnability`), each
+episode's environment drawn with probability in proportion to its learnability. The next call's feedback adds, per
+environment of the pool, its measured success rate on the skills still to learn, whether that made it learnable,
+too easy or too hard, and whether the agent trained in it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envgen_jax.methods.base import llm_cycle
+from envgen_jax.trainer import learnability
+
+NAME = "envgen_sfl"
+USES_LLM = True
+LEARNS_WHERE = "llm"
+cycle_phases = llm_cycle
+
+
+def design(ctx):
+    n = ctx.cfg.ued.llm_pool
+    notes = ctx.learnability_notes or [None] * ctx.num_designers
+    designers = iter(range(ctx.num_designers))
+
+    def request(designer, success):
+        d = next(designers)
+        return designer.generate(n) if success is None else designer.feedback(success, n, notes=notes[d])
+    return ctx.ask_each(request, n=n)
+
+
+def bank_rows(cfg) -> int:
+    return 1 + cfg.ued.llm_pool * cfg.num_designers
+
+
+def bank_use(cfg) -> str:
+    return (f"row 0 the original game, then {cfg.ued.llm_pool} per designer for the LLM's pool; each seed trains on "
+            f"its {cfg.schedule.envs_per_call} most learnable")
+
+
+def candidate_rows(cfg) -> np.ndarray:
+    """i32[S, P]: each seed's designer's environments (pooled feedback: one designer for every seed)."""
+    pool = cfg.ued.llm_pool
+    designer = np.arange(cfg.seeds) if cfg.num_designers > 1 else np.zeros(cfg.seeds, np.int64)
+    return (1 + designer[:, None] * pool + np.arange(pool)[None, :]).astype(np.int32)
+
+
+def row_weights(cfg, learn: np.ndarray) -> np.ndarray:
+    rows = candidate_rows(cfg)
+    out = np.zeros(learn.shape, np.float32)
+    for s in range(learn.shape[0]):
+        out[s] = learnability.weights_by_learnability(learn[s:s + 1], rows[s], cfg.schedule.envs_per_call)[0]
+    return out
