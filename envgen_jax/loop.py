@@ -35,7 +35,7 @@ from envgen_jax.methods.base import DesignContext
 from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
 from envgen_jax.plan import Phase, build_plan, first_training_where, phase_label, train_updates
 from envgen_jax.rows import ORIGINAL_ROW, assign_rows
-from envgen_jax.report import write_report
+from envgen_jax.report import selection_summary, write_report
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.run_log import RunLog, logger, nan_to_none
 from envgen_jax.schema import ConfigError
@@ -471,7 +471,8 @@ class EnvGenRun:
         if self.level_sampler is not None and phase.where == getattr(self.method, "WHERE", None):
             record["buffer"] = self.method.buffer_metrics(self.level_sampler, jax.device_get(ts.sampler))
         if self._selected is not None:  # the learnability selection made before this chunk
-            record["selection"] = _selection_summary(self._selected)
+            record["selection"] = {k: v for k, v in selection_summary(self._selected).items()
+                                   if k not in ("cycle", "env_steps")}
             self._selected = None
         self.state.curve.append({k: record[k] for k in ("env_steps", "cycle", "phase", "episodes_per_seed",
                                                         "return_per_seed")})
@@ -519,24 +520,6 @@ def load_loop_state(checkpoint: Path) -> LoopState:
 def latest_checkpoint(out: Path) -> Path | None:
     """The newest complete checkpoint of the run directory `out`, or None."""
     return newest_checkpoint(Path(out) / "checkpoints")
-
-
-def _selection_summary(sel: dict) -> dict:
-    """Per seed: learnability quartiles over the candidates measured, their mean p, the rows trained on and
-    their weights (metrics.jsonl and TensorBoard)."""
-    learn, p, measured, w = (np.asarray(sel[k], np.float64) for k in ("learnability", "p", "measured", "weights"))
-    out = {"seconds": sel["seconds"], "measured_per_seed": measured[:, 1:].sum(1).astype(int).tolist(),
-           "learnability_quartiles_per_seed": [], "mean_p_per_seed": [], "trained_rows_per_seed": [],
-           "trained_weights_per_seed": [], "original_weight_per_seed": w[:, ORIGINAL_ROW].tolist()}
-    for s in range(learn.shape[0]):
-        got = measured[s, 1:].astype(bool)
-        out["learnability_quartiles_per_seed"].append(
-            np.quantile(learn[s, 1:][got], [0, .25, .5, .75, 1]).tolist() if got.any() else None)
-        out["mean_p_per_seed"].append(float(p[s, 1:][got].mean()) if got.any() else None)
-        rows = [int(r) for r in np.flatnonzero(w[s]) if r != ORIGINAL_ROW]
-        out["trained_rows_per_seed"].append(rows)
-        out["trained_weights_per_seed"].append([float(w[s, r]) for r in rows])
-    return out
 
 
 def _add_stats(total: dict | None, stats: RowStats) -> dict:

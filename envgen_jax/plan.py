@@ -144,7 +144,8 @@ def _bank_use(cfg, costs: list[PhaseCost]) -> str:
         return method.bank_use(cfg)
     if any(c.kind == "design" for c in costs):
         return f"row 0 the original game, then {cfg.schedule.envs_per_call} per designer for the designed environments"
-    return "row 0 the original game, then rows this method leaves unused (the bank's shape is the same for every method)"
+    return ("row 0 the original game, then rows this method leaves unused (the bank's shape is the same for every "
+            "method)")
 
 
 def _slots(c: PhaseCost) -> str:

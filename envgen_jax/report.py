@@ -79,6 +79,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         "cycle_evaluations": [e for e in state.evals if not e.get("final")],
         "environments": state.designs,
         "environment_learning": environment_learning(state, names),
+        "learnability_selections": [selection_summary(sel) for sel in getattr(state, "selections", [])],
     }
     plots = plot_run(out, state, names, cfg.schedule.cycles)
     (out / "report.md").write_text(_markdown(report, names, plots))
@@ -126,8 +127,44 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
     if r["environment_learning"]:
         lines += ["", *environment_learning_markdown(r["environment_learning"], names,
                                                      "## Learning inside each LLM environment")]
+    if r.get("learnability_selections"):
+        lines += ["", "## Learnability selections (sfl, envgen_sfl)", "",
+                  "Each selection measured every candidate with the current policy: p is its success rate on the "
+                  "achievements not yet mastered, learnability p (1 - p). Means over seeds; rows and weights of "
+                  "seed 0.", "",
+                  "| cycle | env steps | candidates measured | mean p % | median learnability | seed 0 trains in "
+                  "(row: weight) |", "|---|---|---|---|---|---|"]
+        for sel in r["learnability_selections"]:
+            p = [x for x in sel["mean_p_per_seed"] if x is not None]
+            med = [q[2] for q in sel["learnability_quartiles_per_seed"] if q is not None]
+            trained = [f"original: {sel['original_weight_per_seed'][0]:.2f}"] + [
+                f"{row}: {w:.2f}" for row, w in zip(sel["trained_rows_per_seed"][0],
+                                                    sel["trained_weights_per_seed"][0])]
+            measured = ", ".join(map(str, sel["measured_per_seed"]))
+            lines.append(f"| {sel['cycle'] + 1} | {sel['env_steps']:,} | {measured} | "
+                         f"{f'{100 * np.mean(p):.1f}' if p else 'n/a'} | {f'{np.mean(med):.3f}' if med else 'n/a'} | "
+                         f"{', '.join(trained)} |")
     lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def selection_summary(sel: dict) -> dict:
+    """One learnability selection (LoopState.selections) in brief: per seed, learnability quartiles over the
+    candidates measured, their mean p, the rows trained on and their weights, the original game's weight."""
+    learn, p, measured, w = (np.asarray(sel[k], np.float64) for k in ("learnability", "p", "measured", "weights"))
+    out = {"cycle": sel["cycle"], "env_steps": sel["env_steps"], "seconds": sel["seconds"],
+           "measured_per_seed": measured[:, 1:].sum(1).astype(int).tolist(),
+           "learnability_quartiles_per_seed": [], "mean_p_per_seed": [], "trained_rows_per_seed": [],
+           "trained_weights_per_seed": [], "original_weight_per_seed": w[:, 0].tolist()}
+    for s in range(learn.shape[0]):
+        got = measured[s, 1:].astype(bool)
+        out["learnability_quartiles_per_seed"].append(
+            np.quantile(learn[s, 1:][got], [0, .25, .5, .75, 1]).tolist() if got.any() else None)
+        out["mean_p_per_seed"].append(float(p[s, 1:][got].mean()) if got.any() else None)
+        rows = [int(r) for r in np.flatnonzero(w[s]) if r != 0]
+        out["trained_rows_per_seed"].append(rows)
+        out["trained_weights_per_seed"].append([float(w[s, r]) for r in rows])
+    return out
 
 
 def environment_learning(state, names) -> list[dict]:

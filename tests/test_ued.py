@@ -319,13 +319,17 @@ def sfl_loop(tmp_path_factory):
     from envgen_jax.run_config import load_run_config
     out = tmp_path_factory.mktemp("sfl") / "whole"
     cfg = load_run_config(ROOT / "configs" / "smoke.yaml", SFL_TINY)
-    report = EnvGenRun(cfg, out).run()
-    return out, report
+    run = EnvGenRun(cfg, out)
+    report = run.run()
+    return out, report, run
 
 
 def test_sfl_run_selects_and_records(sfl_loop):
     from envgen_jax.loop import latest_checkpoint, load_loop_state
-    out, report = sfl_loop
+    out, report, run = sfl_loop
+    # new pools and weights are traced values: one compile of the sampled layout's chunk, one of the final phase's
+    # fixed layout, one of the learnability evaluation
+    assert run.trainer.trace_counts["train_chunk"] == 2 and run.learn_evaluator.trace_count == 1
     lines = _metrics(out)
     phases = [line["phase"] for line in lines]
     assert phases == ["sfl"] * 4 + ["final"] * 2  # 512 steps of 128 per update, then the final 256
@@ -356,7 +360,7 @@ def test_sfl_run_selects_and_records(sfl_loop):
 
 def test_sfl_resumes_to_the_same_report(sfl_loop, tmp_path):
     from envgen_jax.loop import EnvGenRun
-    out, _ = sfl_loop
+    out, _, _ = sfl_loop
     run = tmp_path / "resumed"
     shutil.copytree(out, run)
     steps = sorted((p for p in (run / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))

@@ -1,4 +1,4 @@
-"""Sampling For Learnability (Rutherford et al. 2024, "No Regrets"): which configurations to train on, from an evaluation.
+"""Sampling For Learnability (Rutherford et al. 2024, "No Regrets"): which configurations to train on.
 
 SFL rolls the current policy on many random levels, estimates each level's success rate p and keeps the top k by
 learnability p (1 - p). Crafter has 22 achievements, not one success flag, so here p is a configuration's mean success
