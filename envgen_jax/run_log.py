@@ -42,6 +42,9 @@ def configure_console(level: int = logging.INFO) -> None:
         handler.setFormatter(logging.Formatter("%(message)s"))
         root.addHandler(handler)
     root.setLevel(level)
+    # Shown once: not also through the root logger, which absl (imported by orbax) configures with a stderr handler
+    # on its first log call, printing every message a second time as "INFO:envgen_jax.run:...".
+    root.propagate = False
 
 
 class Prefixed(logging.LoggerAdapter):

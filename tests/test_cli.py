@@ -178,3 +178,15 @@ def test_render_draws_one_panel_per_config(tmp_path, capsys):
 def test_build_parser_is_the_parser_main_uses():
     args = build_parser().parse_args(["--debug", "train", "--config", SMOKE, "--dry-run"])
     assert args.debug and args.dry_run and args.config == SMOKE
+
+
+def test_messages_are_shown_once_even_after_absl_configures_the_root_logger():
+    """absl (imported by orbax) gives the root logger a stderr handler on its first log call; the command line's
+    messages must not be printed a second time through it."""
+    import subprocess
+    import sys
+    code = ("from envgen_jax.run_log import configure_console, logger; configure_console(); "
+            "import absl.logging; absl.logging.warning('from absl'); logger.info('from envgen_jax')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("from envgen_jax") == 1 and "from envgen_jax" not in done.stderr
