@@ -230,21 +230,25 @@ def test_plr_run_records_its_buffer(plr_loop):
     assert len(top["rows"]) == 4
 
 
-def test_plr_resumes_to_the_same_report(plr_loop, tmp_path):
+def _assert_resume_after(out, tmp_path, checkpoints: int):
+    """A copy of the run directory `out` cut back to its first `checkpoints` checkpoints (as if killed there)
+    resumes to the same report.json and metrics.jsonl (timings aside)."""
     from envgen_jax.loop import EnvGenRun
-    out, report = plr_loop
     run = tmp_path / "resumed"
     shutil.copytree(out, run)
     steps = sorted((p for p in (run / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-    # Keep the checkpoints up to one in the middle of cycle 1's level-replay phase (after a buffer refresh), as if
-    # the run had been killed there.
-    for p in steps[3:]:
+    for p in steps[checkpoints:]:
         shutil.rmtree(p)
     (run / "report.json").unlink()
     EnvGenRun.resume(run).run()
     strip = lambda r: {k: v for k, v in r.items() if k not in ("wall_seconds", "llm_seconds")}  # noqa: E731
     assert strip(json.loads((run / "report.json").read_text())) == strip(json.loads((out / "report.json").read_text()))
     assert _metrics(run) == _metrics(out)
+
+
+def test_plr_resumes_to_the_same_report(plr_loop, tmp_path):
+    # killed in the middle of cycle 1's level-replay phase, after a buffer refresh
+    _assert_resume_after(plr_loop[0], tmp_path, checkpoints=3)
 
 
 def test_ued_settings_parse_and_the_study_accepts_plr():
@@ -359,18 +363,8 @@ def test_sfl_run_selects_and_records(sfl_loop):
 
 
 def test_sfl_resumes_to_the_same_report(sfl_loop, tmp_path):
-    from envgen_jax.loop import EnvGenRun
-    out, _, _ = sfl_loop
-    run = tmp_path / "resumed"
-    shutil.copytree(out, run)
-    steps = sorted((p for p in (run / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-    for p in steps[3:]:  # killed after the third chunk: after the second selection, mid-phase
-        shutil.rmtree(p)
-    (run / "report.json").unlink()
-    EnvGenRun.resume(run).run()
-    strip = lambda r: {k: v for k, v in r.items() if k not in ("wall_seconds", "llm_seconds")}  # noqa: E731
-    assert strip(json.loads((run / "report.json").read_text())) == strip(json.loads((out / "report.json").read_text()))
-    assert _metrics(run) == _metrics(out)
+    # killed after the third chunk: after the second selection, mid-phase
+    _assert_resume_after(sfl_loop[0], tmp_path, checkpoints=3)
 
 
 def test_envgen_sfl_picks_from_the_pool_and_tells_the_llm(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from envgen_jax.methods import METHODS
 from envgen_jax.schema import ConfigError
 
 TRAIN_HELP = """\
@@ -120,8 +121,9 @@ def add_study_command(commands) -> None:
     p.add_argument("--config", metavar="FILE.yaml", required=True,
                    help="run configuration every method shares (its `method` is replaced), e.g. configs/study_cpu.yaml")
     p.add_argument("--methods", default="ppo,envgen,fixed,random,easy_to_hard,adversarial", metavar="M1,M2,...",
-                   help="comma-separated, from ppo, envgen, fixed, random, easy_to_hard, adversarial; ppo is the "
-                        "reference the others are compared with (default: all six, in this order)")
+                   help=f"comma-separated, from {', '.join(METHODS)}; ppo is the reference the others are "
+                        "compared with (default: the paper's comparison, ppo,envgen,fixed,random,easy_to_hard,"
+                        "adversarial; plr, sfl and envgen_sfl go beyond it)")
     p.add_argument("--seeds", type=int, metavar="N", help="seeds per method (default: the config's `seeds`)")
     p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                    help="override settings of the shared configuration, as for `train`")
