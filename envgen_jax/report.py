@@ -79,8 +79,9 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         "cycle_evaluations": [e for e in state.evals if not e.get("final")],
         "environments": state.designs,
         "environment_learning": environment_learning(state, names),
-        "learnability_selections": [selection_summary(sel) for sel in getattr(state, "selections", [])],
     }
+    if getattr(state, "selections", None):  # sfl, envgen_sfl: what each learnability selection measured and chose
+        report["learnability_selections"] = [selection_summary(sel) for sel in state.selections]
     plots = plot_run(out, state, names, cfg.schedule.cycles)
     (out / "report.md").write_text(_markdown(report, names, plots))
     (out / "report.json").write_text(json.dumps(report, indent=2))
