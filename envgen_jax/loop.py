@@ -245,27 +245,10 @@ class EnvGenRun:
                 for per_seed in last["success_per_seed"]]
 
     def _learnability_notes(self) -> list | None:
-        """Per designer, one note per environment of its latest design from the latest selection (envgen_sfl)."""
-        if self.learns_where != "llm" or not self.state.selections:
+        """What the latest learnability selection measured, as notes for the designers (envgen_sfl), or None."""
+        if not hasattr(self.method, "learnability_notes") or not self.state.selections:
             return None
-        from envgen_jax.trainer.learnability import verdict
-        last = self.state.selections[-1]
-        p, measured, weights = (np.asarray(last[k]) for k in ("p", "measured", "weights"))  # [S, K]
-        rows = self.method.candidate_rows(self.cfg)  # [S, P]
-        seeds_of = ([np.arange(self.cfg.seeds)] if self.cfg.num_designers == 1
-                    else [np.array([d]) for d in range(self.cfg.num_designers)])  # the seeds each designer serves
-        notes = []
-        for seeds in seeds_of:
-            per_env = []
-            for row in rows[seeds[0]]:
-                got = measured[seeds, row].astype(bool)
-                mean_p = float(p[seeds, row][got].mean()) if got.any() else 0.0
-                w = float(weights[seeds, row].mean())
-                trained = (f"the agent trained in it ({100 * w:.0f}% of its episodes there)" if w > 0
-                           else "the agent did not train in it")
-                per_env.append(f"p = {100 * mean_p:.0f}%: {verdict(mean_p, bool(got.any()))}; {trained}")
-            notes.append(per_env)
-        return notes
+        return self.method.learnability_notes(self.cfg, self.state.selections[-1])
 
     def _get_designers(self) -> list:
         if self._designers is None:
@@ -377,8 +360,9 @@ class EnvGenRun:
         LLM environments."""
         return self._generated(self.state.buffer) if hasattr(self.method, "pool_size") else self._llm_configs()
 
-    def _learning_bank(self):
-        return self.env.make_params([self.config_cls.original(), *self._candidates()], capacity=self.cfg.bank_rows)
+    def _learning_bank(self, candidates: list | None = None):
+        candidates = self._candidates() if candidates is None else candidates
+        return self.env.make_params([self.config_cls.original(), *candidates], capacity=self.cfg.bank_rows)
 
     def _weights(self) -> np.ndarray:
         """The latest selection's training distribution [S, K]; before any, the original game."""
@@ -402,7 +386,8 @@ class EnvGenRun:
             self.state.buffer = self.method.new_configs(self.cfg, self.config_cls, self.method.pool_size(self.cfg),
                                                         self.state.buffer_draws)
             self.state.buffer_draws += 1
-        bank = self._learning_bank()
+        candidates = self._candidates()
+        bank = self._learning_bank(candidates)
         key = jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), 5000 + len(self.state.selections))
         last_eval = self.state.evals[-1]["success_per_seed"] if self.state.evals else None
         mastered = (learnability.mastered_from(np.asarray(last_eval, np.float64), self.cfg.ued.mastered_at)
@@ -420,8 +405,7 @@ class EnvGenRun:
         self._selected = self.state.selections[-1]
         if self.cfg.output.pictures and self.state.phase_updates == 0:
             top = [int(r) for r in np.argsort(-learn[0, 1:], kind="stable")[:4] + 1]
-            configs = [self._candidates()[r - 1] for r in top]
-            self._picture_levels(phase.cycle, top, configs, {"learnability": [learn[0, r] for r in top],
+            self._picture_levels(phase.cycle, top, [candidates[r - 1] for r in top], {"learnability": [learn[0, r] for r in top],
                                                               "p": [p[0, r] for r in top]})
 
     def _refresh_buffer(self, ts, bank):
@@ -453,6 +437,7 @@ class EnvGenRun:
              **{k: [float(x) for x in v] for k, v in (extra or {}).items()}}, indent=2))
         self.game.render(configs, folder / f"cycle_{cycle + 1}_top_levels.png", seed=self.cfg.seed,
                          mode=self.cfg.heist_mode)
+
     def _record_chunk(self, phase: Phase, metrics, seconds: float, steps: int, ts=None) -> None:
         pooled = pool_rows(metrics.rows)  # [S]
         episodes = np.asarray(pooled.episodes)

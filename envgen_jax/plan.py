@@ -100,7 +100,6 @@ def phase_costs(cfg) -> list[PhaseCost]:
 
 def describe_plan(cfg) -> str:
     """The run's plan as a table of phases, with totals, LLM calls, bank rows and the size of a checkpoint."""
-    from envgen_jax import methods
     from envgen_jax.loop import checkpoint_bytes  # jax: imported only here, so the plan stays light to import
     s, costs = cfg.schedule, phase_costs(cfg)
     columns = f"  {'phase':<28}{'kind':<10}{'env steps':>11}{'updates':>9}{'chunks':>8}{'LLM calls':>11}  env slots"

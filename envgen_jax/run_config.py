@@ -17,6 +17,7 @@ from envgen_jax.config_io import apply_overrides, choice_problems, from_mapping,
 from envgen_jax import games, methods
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.schema import ConfigError
+from envgen_jax.trainer.level_sampler import LevelSampler
 from envgen_jax.trainer.ppo import PPOConfig
 
 METHODS = methods.METHODS
@@ -109,30 +110,18 @@ class OutputConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class UEDConfig:
+class UEDConfig(LevelSampler):
     """Level replay (`method: plr`) and learnability (`sfl`, `envgen_sfl`).
 
-    plr's defaults are jaxued's PLR examples' (examples/craftax/craftax_plr.py: replay probability 0.8;
-    temperature 0.3, staleness 0.3, rank prioritisation, minimum fill 0.5 in all its examples, as in minimax);
-    jaxued's Craftax buffer holds 4000 levels, ours 256 rows (a row is a configuration, not a world).
+    plr's settings are the trainer's `LevelSampler` fields (capacity, replay_prob, temperature, staleness_coef,
+    min_fill, score, robust; `trainer/level_sampler.py`), with jaxued's PLR examples' defaults
+    (examples/craftax/craftax_plr.py: replay probability 0.8; temperature 0.3, staleness 0.3, rank prioritisation,
+    minimum fill 0.5 in all its examples, as in minimax); jaxued's Craftax buffer holds 4000 levels, ours 256 rows
+    (a row is a configuration, not a world). They are checked here, with their YAML paths.
     sfl's follow Kinetix's `configs/ued/sfl.yaml` in proportion (it samples 4096 levels, keeps the top 1024 by
     learnability, refreshes every 128 updates, half of the envs on them): 64 sampled, 16 kept, every 128 updates,
     `schedule.original_share` of the envs in the original game."""
 
-    capacity: int = 256
-    """levels (bank rows of random configurations) in the buffer"""
-    replay_prob: float = 0.8
-    """chance that an episode replays a seen level rather than trying a new one (jaxued craftax 0.8)"""
-    temperature: float = 0.3
-    """rank prioritisation temperature beta: weights (1/rank)^(1/beta) (jaxued, minimax 0.3)"""
-    staleness_coef: float = 0.3
-    """share of the replay distribution given by staleness (jaxued, minimax 0.3)"""
-    min_fill: float = 0.5
-    """replay starts once this share of the buffer has been seen (jaxued 0.5)"""
-    score: Literal["pvl", "maxmc"] = "pvl"
-    """level score: positive value loss, or MaxMC (jaxued's Craftax example uses MaxMC)"""
-    robust: bool = True
-    """robust PLR: gradient updates only from episodes on replayed levels"""
     refresh_share: float = 0.25
     """when no new level is left, this share of the buffer (its lowest-scoring levels) is replaced by new random
     configurations at the next chunk boundary (ours: jaxued instead replaces the lowest one by each better new one)"""

@@ -13,7 +13,8 @@ Optional, for methods that pick their training rows on the device (plr): `WHERE`
 phases), `bank_rows(cfg)`, `level_sampler(cfg)`, `new_configs(...)`, `rows_to_refresh(cfg, sampler)` and
 `buffer_metrics(hp, sampler)`, used by the driver between chunks. Methods that choose rows by learnability (sfl,
 envgen_sfl): `LEARNS_WHERE` (the `where` of those phases), `candidate_rows(cfg)` and `row_weights(cfg, learn)`, and
-sfl's `pool_size(cfg)` (a random pool drawn at each selection). `bank_use(cfg)`: the dry run's line on the bank.
+sfl's `pool_size(cfg)` (a random pool drawn at each selection), envgen_sfl's `learnability_notes(cfg, selection)`
+(the next feedback's notes). `bank_use(cfg)`: the dry run's line on the bank.
 
 Adding a method is adding a module here and its name to `_MODULES`; the driver (`envgen_jax.loop`) does not change.
 """

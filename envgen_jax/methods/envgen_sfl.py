@@ -50,8 +50,25 @@ def candidate_rows(cfg) -> np.ndarray:
 
 
 def row_weights(cfg, learn: np.ndarray) -> np.ndarray:
-    rows = candidate_rows(cfg)
-    out = np.zeros(learn.shape, np.float32)
-    for s in range(learn.shape[0]):
-        out[s] = learnability.weights_by_learnability(learn[s:s + 1], rows[s], cfg.schedule.envs_per_call)[0]
-    return out
+    return learnability.weights_by_learnability(learn, candidate_rows(cfg), cfg.schedule.envs_per_call)
+
+
+def learnability_notes(cfg, selection: dict) -> list[list[str]]:
+    """Per designer, one note per environment of its latest pool, from a selection (LoopState.selections): its p
+    (mean over the seeds the designer serves), the verdict, and the share of episodes the agent ran in it."""
+    p, measured, weights = (np.asarray(selection[k]) for k in ("p", "measured", "weights"))  # [S, K]
+    rows = candidate_rows(cfg)  # [S, P]
+    seeds_of = ([np.arange(cfg.seeds)] if cfg.num_designers == 1
+                else [np.array([d]) for d in range(cfg.num_designers)])  # the seeds each designer serves
+    notes = []
+    for seeds in seeds_of:
+        per_env = []
+        for row in rows[seeds[0]]:
+            got = measured[seeds, row].astype(bool)
+            mean_p = float(p[seeds, row][got].mean()) if got.any() else 0.0
+            w = float(weights[seeds, row].mean())
+            trained = (f"the agent trained in it ({100 * w:.0f}% of its episodes there)" if w > 0
+                       else "the agent did not train in it")
+            per_env.append(f"p = {100 * mean_p:.0f}%: {learnability.verdict(mean_p, bool(got.any()))}; {trained}")
+        notes.append(per_env)
+    return notes

@@ -13,6 +13,8 @@ A level here is a configuration from which every reset draws a fresh world; in j
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from envgen_jax.methods.random import random_config
@@ -38,9 +40,8 @@ def bank_rows(cfg) -> int:
 
 
 def level_sampler(cfg) -> ls.LevelSampler:
-    u = cfg.ued
-    return ls.LevelSampler(capacity=u.capacity, replay_prob=u.replay_prob, temperature=u.temperature,
-                           staleness_coef=u.staleness_coef, min_fill=u.min_fill, score=u.score, robust=u.robust)
+    """The trainer's static PLR settings: the `ued:` fields a LevelSampler has (cfg.ued is one, with more fields)."""
+    return ls.LevelSampler(**{f.name: getattr(cfg.ued, f.name) for f in dataclasses.fields(ls.LevelSampler)})
 
 
 def new_configs(cfg, config_cls, n: int, draw: int) -> list[dict]:

@@ -59,14 +59,14 @@ def training_weights(learn: np.ndarray, k: int, original_share: float, original_
 
 
 def weights_by_learnability(learn: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
-    """f32[S, K]: envgen_sfl's choice among `rows` (the LLM's environments): each seed's top-k of them by
-    learnability, weighted in proportion to it (evenly if all k score 0); every other row 0."""
+    """f32[S, K]: envgen_sfl's choice among `rows` (the LLM's environments: i32[P] for every seed, or [S, P] per
+    seed): each seed's top-k of them by learnability, weighted in proportion to it (evenly if all k score 0); every
+    other row 0."""
     learn = np.asarray(learn, np.float64)
-    rows = np.asarray(rows)
-    order = np.argsort(-learn[:, rows], axis=1, kind="stable")[:, :k]  # ties: the LLM's order
+    rows = np.broadcast_to(np.asarray(rows), (learn.shape[0], np.shape(rows)[-1]))
     w = np.zeros(learn.shape, np.float64)
-    for s, top in enumerate(order):
-        chosen = rows[top]
+    for s in range(learn.shape[0]):
+        chosen = rows[s][np.argsort(-learn[s, rows[s]], kind="stable")[:k]]  # ties: the LLM's order
         score = learn[s, chosen]
         w[s, chosen] = score / score.sum() if score.sum() > 0 else 1.0 / len(chosen)
     return w.astype(np.float32)
