@@ -17,13 +17,20 @@ def _run(name, out):
     return golden.read_outputs(out)
 
 
-def _approx_equal(a, b):
+# The PPO losses are float32 sums over minibatches, whose rounding depends on the CPU's vector width (the goldens
+# were written on one x86-64 CPU; an AVX-512 one differs in the last bits of a loss); what the agent does and
+# achieves (returns, episodes, success, scores) must match exactly.
+EXACT, FLOAT32_SUMS = dict(rel=1e-9, abs=1e-12), dict(rel=1e-4, abs=1e-6)
+
+
+def _approx_equal(a, b, tol=EXACT):
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_approx_equal(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(
+            _approx_equal(a[k], b[k], FLOAT32_SUMS if k == "losses" else tol) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_approx_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_approx_equal(x, y, tol) for x, y in zip(a, b))
     if isinstance(a, float) and isinstance(b, float):
-        return a == pytest.approx(b, rel=1e-9, abs=1e-12)
+        return a == pytest.approx(b, **tol)
     return a == b
 
 
