@@ -39,7 +39,7 @@ from envgen_jax.report import selection_summary, write_report
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.run_log import RunLog, logger, nan_to_none
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint
+from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import RowStats, pool_rows, to_host
 from envgen_jax.trainer.ppo import make_trainer
@@ -189,7 +189,7 @@ class EnvGenRun:
     def _initial_train_state(self):
         bank, rows = self._bank_and_rows(self._state_where())
         if self._resume_from is not None:
-            ts = restore_checkpoint(self._resume_from, self.trainer.abstract_state(bank, rows))
+            ts = self.trainer.restore(self._resume_from, bank, rows)
         else:
             ts = self.trainer.init(bank, rows)
         if jax.device_count() > 1:  # every local device (or every host's, after jax.distributed.initialize())

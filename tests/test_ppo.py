@@ -279,7 +279,8 @@ def test_init_many_seeds_does_not_hang(two_seed_trainer):
     trainer, bank = two_seed_trainer, probes.make_bank([1.0])
     keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
     params = jax.eval_shape(jax.vmap(trainer._init_params), keys)
-    jaxpr = str(jax.make_jaxpr(trainer._init)(keys, params, bank, jnp.zeros(trainer.cfg.num_envs, jnp.int32)))
+    hparams = trainer.hparams(count=2)
+    jaxpr = str(jax.make_jaxpr(trainer._init)(keys, params, hparams, bank, jnp.zeros(trainer.cfg.num_envs, jnp.int32)))
     for primitive in ("householder_product", "geqrf", "qr"):
         assert primitive not in jaxpr
     ts = trainer.init(bank, np.zeros(trainer.cfg.num_envs, np.int32), seeds=[0, 1])

@@ -9,6 +9,7 @@ uninterrupted run would (same keys, same env states, same optimiser moments).
         checkpoints.save(step, ts, metadata={"loop": {...}})         # the oldest beyond `keep` are deleted
     path = newest_checkpoint(run / "checkpoints")                    # its newest complete one, or None
     ts = restore_checkpoint(path, like=trainer.abstract_state(bank, rows))   # or like=<a concrete TrainState>
+    ts = trainer.restore(path, bank, rows)      # the same, and also reads checkpoints older than the agent's fields
     meta = load_metadata(path)
 
     save_checkpoint(path, ts, metadata)                              # one checkpoint in a directory of its own
@@ -94,6 +95,15 @@ def restore_checkpoint(path: str | os.PathLike, like: Any) -> Any:
     if _is_legacy(path):
         return _legacy_restore(path, abstract)
     return _restore(path, **{STATE: ocp.args.StandardRestore(abstract)})[STATE]
+
+
+def saved_fields(path: str | os.PathLike) -> set[str]:
+    """The top-level fields of the TrainState saved at `path` (read from orbax's metadata; nothing is loaded)."""
+    path = Path(path).absolute()
+    with ocp.StandardCheckpointer() as checkpointer:
+        meta = checkpointer.metadata(path / STATE)
+    tree = meta.item_metadata.tree if hasattr(meta, "item_metadata") else meta
+    return set(tree.keys())
 
 
 def load_metadata(path: str | os.PathLike) -> dict:

@@ -86,8 +86,23 @@ class PPOConfig:
     """advantage normalisation: 'minibatch' (PureJaxRL/Craftax), 'batch' (per rollout, the paper) or 'none'"""
     bootstrap_truncated: bool = True
     """bootstrap time-limit cuts from V(s_t) instead of treating them as terminations"""
-    network: Literal["mlp", "conv"] = "mlp"
-    """'mlp' (symbolic obs; separate actor and critic) or 'conv' (pixel obs; shared IMPALA encoder)"""
+    value_norm: bool = False
+    """value head predicts returns normalised by a bias-corrected moving average of their mean and std (decay
+    `value_norm_decay`; the paper's agent, Moon et al. 2023); predictions are de-normalised for GAE"""
+    value_norm_decay: float = 0.99
+    """decay of value_norm's moving averages (Moon et al. 0.99; Dedieu et al. 0.95)"""
+    network: Literal["mlp", "map", "conv"] = "mlp"
+    """'mlp' (symbolic obs; separate actor and critic MLPs), 'map' (symbolic obs: a conv over the local map, then
+    separate actor and critic MLPs) or 'conv' (pixel obs; shared IMPALA encoder)"""
+    layer_norm: bool = False
+    """LayerNorm before every hidden activation (MLPs and the map conv)"""
+    map_channels: tuple[int, ...] = (32, 32)
+    """channels of the 'map' network's 3x3 convs over the local map"""
+    recurrent: Literal["none", "gru", "lstm"] = "none"
+    """memory over the encoder's features: 'gru' or 'lstm' (each env slot's state is carried, reset at episode
+    starts; PPO learns on whole env trajectories, num_minibatches must divide num_envs), or 'none'"""
+    memory_size: int = 256
+    """recurrent state size"""
     width: int = 512
     """hidden width (Craftax 512)"""
     depth: int = 3
@@ -105,12 +120,20 @@ class PPOConfig:
 
     def __post_init__(self):
         problems = choice_problems(self, "ppo.")
-        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "depth", "num_seeds"):
+        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "depth", "num_seeds",
+                     "memory_size"):
             if getattr(self, name) < 1:
                 problems.append(f"ppo.{name}: {getattr(self, name)} is below the minimum 1")
         if self.num_minibatches >= 1 and self.batch_size % self.num_minibatches:
             problems.append(f"ppo.num_minibatches: num_envs x num_steps = {self.batch_size} is not divisible by "
                             f"num_minibatches = {self.num_minibatches}")
+        if self.recurrent != "none" and self.num_minibatches >= 1 and self.num_envs % self.num_minibatches:
+            problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
+                            f"num_minibatches = {self.num_minibatches} must divide num_envs = {self.num_envs}")
+        if not 0.0 < self.value_norm_decay < 1.0:
+            problems.append(f"ppo.value_norm_decay: {self.value_norm_decay} is not in (0, 1)")
+        if not self.map_channels or min(self.map_channels) < 1:
+            problems.append(f"ppo.map_channels: {list(self.map_channels)} must be one or more channel counts >= 1")
         if self.anneal_lr and self.total_updates <= 0:
             problems.append("ppo.total_updates: anneal_lr needs total_updates > 0")
         if self.resets_per_step < 0:
@@ -170,6 +193,53 @@ class PPOConfig:
         return cls(**base)
 
 
+HYPERPARAMS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef")
+
+
+@struct.dataclass
+class Hyperparams:
+    """The PPO settings that change no shape, as traced f32 values carried in the TrainState (one per agent): a
+    sweep over them runs vmapped in one compiled program, like the seeds (`Trainer.init(..., hparams=...)`)."""
+
+    lr: jax.Array
+    gamma: jax.Array
+    gae_lambda: jax.Array
+    clip_eps: jax.Array
+    ent_coef: jax.Array
+    vf_coef: jax.Array
+
+    @classmethod
+    def from_config(cls, cfg: "PPOConfig", **overrides) -> "Hyperparams":
+        values = {name: overrides.get(name, getattr(cfg, name)) for name in HYPERPARAMS}
+        return cls(**{name: jnp.asarray(v, jnp.float32) for name, v in values.items()})
+
+
+@struct.dataclass
+class ValueNorm:
+    """Bias-corrected moving averages of the value targets' mean and mean square (value normalisation)."""
+
+    mean: jax.Array  # f32
+    mean_sq: jax.Array  # f32
+    weight: jax.Array  # f32: 1 - decay^updates, the bias correction
+
+    @classmethod
+    def empty(cls) -> "ValueNorm":
+        return cls(mean=jnp.float32(0.0), mean_sq=jnp.float32(0.0), weight=jnp.float32(0.0))
+
+    def stats(self):
+        """(mean, std) of the targets so far; (0, 1) before the first update. The std has a floor of 0.1 (as
+        Dedieu et al.), so near-constant early returns are not blown up."""
+        w = jnp.maximum(self.weight, 1e-8)
+        mean = jnp.where(self.weight > 0, self.mean / w, 0.0)
+        var = jnp.where(self.weight > 0, self.mean_sq / w - jnp.square(mean), 1.0)
+        return mean, jnp.maximum(jnp.sqrt(jnp.maximum(var, 0.0)), 0.1)
+
+    def update(self, targets, decay: float) -> "ValueNorm":
+        return ValueNorm(mean=decay * self.mean + (1 - decay) * jnp.mean(targets),
+                         mean_sq=decay * self.mean_sq + (1 - decay) * jnp.mean(jnp.square(targets)),
+                         weight=decay * self.weight + (1 - decay))
+
+
 @struct.dataclass
 class TrainState:
     """Everything a run needs to continue exactly. Leading seed axis [S] on every leaf."""
@@ -181,13 +251,20 @@ class TrainState:
     key: jax.Array  # u32[2]
     update_step: jax.Array  # i32, PPO updates done
     env_steps: jax.Array  # i32, env steps done (per seed)
+    hparams: Hyperparams | None = None  # traced PPO settings (always set by the trainer)
+    value_norm: ValueNorm | None = None  # with ppo.value_norm
+    memory: Any = None  # with ppo.recurrent: each env slot's recurrent state [N, H], already reset at episode starts
+
+
+# Fields added after the first release: a checkpoint without them restores with fresh values (Trainer.restore).
+AGENT_FIELDS = ("hparams", "value_norm", "memory")
 
 
 @struct.dataclass
 class PLRTrainState(TrainState):
     """The TrainState of a trainer with a level sampler: the sampler's state travels (and is checkpointed) with it."""
 
-    sampler: Any  # level_sampler.SamplerState
+    sampler: Any = None  # level_sampler.SamplerState
 
 
 @struct.dataclass
@@ -199,6 +276,7 @@ class Transition:
     reward: jax.Array
     done: jax.Array
     truncated: jax.Array
+    start: jax.Array | None = None  # recurrent: an episode starts at this obs (its memory was cleared before it)
 
 
 def compute_gae(rewards, values, dones, truncated, last_value, gamma, gae_lambda, bootstrap_truncated=True):
@@ -281,11 +359,16 @@ class Trainer:
     """PPO trainer for one env and one static PPOConfig. Build with `make_trainer(env, cfg)`.
 
     Public:
-      init(bank, rows, seeds=None) -> TrainState                       (jitted)
+      init(bank, rows, seeds=None, hparams=None) -> TrainState                (jitted)
       train_chunk(ts, bank, rows, num_updates) -> (TrainState, ChunkMetrics)   (jitted; ts donated)
       reset_envs(ts, bank, rows) -> TrainState   fresh episodes after a mixture change (jitted; ts donated)
       abstract_state(bank, rows, seeds=None) -> TrainState of ShapeDtypeStructs (for checkpoint restore)
-      apply(params, obs) -> (logits, value)   (one seed's params)
+      restore(path, bank, rows, seeds=None) -> TrainState from a checkpoint (also one written before hparams,
+        value_norm and memory were carried)
+      apply(params, obs) -> (logits, value)   (one seed's params; feed-forward networks)
+      act(params, memory, obs) -> (memory, logits, value); initial_memory(n); forget(memory, done): one policy
+        step for feed-forward and recurrent networks alike (memory is None without `recurrent`); values are
+        de-normalised only in training (the evaluator and probes use logits)
     Attributes: env, cfg, venv, network, tx, trace_counts (dict: Python traces per jitted function; eval_shape
     via abstract_state counts as an init trace).
     Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
@@ -299,11 +382,19 @@ class Trainer:
         self.obs_shape = tuple(env.obs_shape)
         self.num_actions = int(env.num_actions)
         self.achievement_names = tuple(env.achievement_names)
+        map_shape = getattr(env, "map_shape", None)
+        if cfg.network == "map" and map_shape is None:
+            raise ConfigError([f"ppo.network: 'map' needs an observation that starts with a local map; "
+                               f"{type(env).__name__} with these settings has none (use 'mlp' or 'conv')"],
+                              what="PPO settings")
+        self.recurrent = cfg.recurrent != "none"
         self.network = ActorCritic(num_actions=self.num_actions, obs_shape=self.obs_shape, kind=cfg.network,
                                    width=cfg.width, depth=cfg.depth, activation=cfg.activation,
-                                   conv_channels=tuple(cfg.conv_channels))
-        self.tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm),
-                              optax.adam(learning_rate=self.learning_rate, eps=cfg.adam_eps))
+                                   conv_channels=tuple(cfg.conv_channels), layer_norm=cfg.layer_norm,
+                                   map_shape=None if map_shape is None else tuple(map_shape),
+                                   map_channels=tuple(cfg.map_channels), recurrent=cfg.recurrent,
+                                   memory_size=cfg.memory_size)
+        self.tx = self._optimizer(jnp.float32(cfg.lr))
         self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
         self._init_jit = jax.jit(self._init)
         self._params_jit = jax.jit(self._init_params)
@@ -311,16 +402,61 @@ class Trainer:
         self._chunk_jit = jax.jit(self._train_chunk, static_argnames=("num_updates",), donate_argnums=(0,))
 
     # -- hyperparameters ------------------------------------------------------------------------------------
-    def learning_rate(self, count):
-        """Adam step size at optimiser step `count` (linear anneal per update as in PureJaxRL)."""
-        cfg = self.cfg
-        if not cfg.anneal_lr:
-            return jnp.asarray(cfg.lr, jnp.float32)
-        frac = 1.0 - (count // (cfg.num_minibatches * cfg.update_epochs)) / cfg.total_updates
-        return cfg.lr * jnp.clip(frac, 0.0, 1.0)
+    def _optimizer(self, lr):
+        """Adam with global-norm clipping, at base learning rate `lr` (traced: the agent's hparams.lr)."""
+        return optax.chain(optax.clip_by_global_norm(self.cfg.max_grad_norm),
+                           optax.adam(learning_rate=functools.partial(self.learning_rate, lr=lr),
+                                      eps=self.cfg.adam_eps))
 
+    def learning_rate(self, count, lr=None):
+        """Adam step size at optimiser step `count` (linear anneal per update as in PureJaxRL); `lr` the base."""
+        cfg = self.cfg
+        lr = jnp.asarray(cfg.lr if lr is None else lr, jnp.float32)
+        if not cfg.anneal_lr:
+            return lr
+        frac = 1.0 - (count // (cfg.num_minibatches * cfg.update_epochs)) / cfg.total_updates
+        return lr * jnp.clip(frac, 0.0, 1.0)
+
+    def hparams(self, values: dict | None = None, count: int | None = None) -> Hyperparams:
+        """Hyperparams for `count` agents (a leading axis), from the config with `values` overriding: each a
+        number or a sequence of `count` numbers (one per agent)."""
+        values = dict(values or {})
+        unknown = sorted(set(values) - set(HYPERPARAMS))
+        if unknown:
+            raise ConfigError([f"hparams: {', '.join(unknown)} cannot vary per agent (one of {', '.join(HYPERPARAMS)})"],
+                              what="PPO settings")
+        out = {}
+        for name in HYPERPARAMS:
+            v = np.asarray(values.get(name, getattr(self.cfg, name)), np.float32)
+            if count is not None:
+                v = np.broadcast_to(v, (count,)) if v.ndim == 0 else v
+                if v.shape != (count,):
+                    raise ConfigError([f"hparams.{name}: {v.shape[0]} values for {count} agents"], what="PPO settings")
+            out[name] = jnp.asarray(v)
+        return Hyperparams(**out)
+
+    # -- the network ----------------------------------------------------------------------------------------
     def apply(self, params, obs):
         return self.network.apply(params, obs)
+
+    def initial_memory(self, n: int):
+        """The recurrent state of `n` env slots at an episode's start (None for a feed-forward network)."""
+        return self.network.initial_carry(n) if self.recurrent else None
+
+    def forget(self, memory, done):
+        """The memory with the slots whose episode just ended (done bool[N]) reset for the next episode."""
+        if memory is None:
+            return None
+        zeros = self.initial_memory(done.shape[0])
+        return jax.tree.map(lambda z, m: jnp.where(done[:, None], z, m), zeros, memory)
+
+    def act(self, params, memory, obs):
+        """One policy step of N slots: (memory, logits [N, A], raw value [N]); memory None when feed-forward."""
+        if not self.recurrent:
+            logits, value = self.apply(params, obs)
+            return None, logits, value
+        no_reset = jnp.zeros(obs.shape[:1], bool)  # `memory` is already reset where episodes started
+        return self.network.apply(params, memory, obs, no_reset, method="step")
 
     # -- init -----------------------------------------------------------------------------------------------
     def _seeds(self, seeds):
@@ -336,7 +472,11 @@ class Trainer:
     def _init_params(self, key):
         """One seed's network parameters (from the first of the seed key's three splits)."""
         k_params, _, _ = jax.random.split(key, 3)
-        return self.network.init(k_params, jnp.zeros(self.obs_shape, jnp.float32))
+        obs = jnp.zeros(self.obs_shape, jnp.float32)
+        if not self.recurrent:
+            return self.network.init(k_params, obs)
+        return self.network.init(k_params, self.initial_memory(1), obs[None, None], jnp.zeros((1, 1), bool),
+                                 method="unroll")
 
     def _layout(self, rows, sampler):
         """What the VecEnv runs: `rows`, or with a level sampler and rows None, rows drawn from its distribution."""
@@ -345,26 +485,36 @@ class Trainer:
         from envgen_jax.envs.vector import RowSampler
         return RowSampler(ls.level_probs(self.level_sampler, sampler))
 
-    def _init_one(self, key, params, bank, rows):
+    def _init_one(self, key, params, hparams, bank, rows):
         _, k_reset, k_run = jax.random.split(key, 3)
         sampler = None if self.level_sampler is None else ls.SamplerState.empty(bank.num_rows)
         obs, env_state = self._venv_reset(k_reset, bank, self._layout(rows, sampler))
         fields = dict(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
-                      update_step=jnp.int32(0), env_steps=jnp.int32(0))
+                      update_step=jnp.int32(0), env_steps=jnp.int32(0), hparams=hparams,
+                      value_norm=ValueNorm.empty() if self.cfg.value_norm else None,
+                      memory=self.initial_memory(self.cfg.num_envs))
         return TrainState(**fields) if sampler is None else PLRTrainState(**fields, sampler=sampler)
 
-    def _init(self, keys, params, bank, rows):
+    def _init(self, keys, params, hparams, bank, rows):
         self.trace_counts["init"] += 1
-        return jax.vmap(self._init_one, in_axes=(0, 0, None, _rows_axis(rows)))(keys, params, bank, rows)
+        return jax.vmap(self._init_one, in_axes=(0, 0, 0, None, _rows_axis(rows)))(keys, params, hparams, bank, rows)
 
-    def init(self, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
-        """Fresh TrainState for `seeds` (default cfg.seeds); envs reset into `rows` of `bank`."""
+    def init(self, bank, rows, seeds: Sequence[int] | None = None, hparams: dict | Hyperparams | None = None
+             ) -> TrainState:
+        """Fresh TrainState for `seeds` (default cfg.seeds); envs reset into `rows` of `bank`.
+
+        `hparams`: per-agent PPO settings (a dict name -> a number or one number per seed, or a Hyperparams with a
+        leading seed axis); the rest come from the config. A sweep is seeds repeated with different hparams:
+        `init(bank, rows, seeds=[0, 0, 1, 1], hparams={"lr": [1e-4, 3e-4, 1e-4, 3e-4]})`; agent i trains exactly
+        as a single-agent run with those values."""
         keys = self._seeds(seeds)
+        if not isinstance(hparams, Hyperparams):
+            hparams = self.hparams(hparams, count=keys.shape[0])
         # Parameters are made one seed at a time: vmapping the orthogonal initialisers (QR decompositions, LAPACK
         # custom calls) over seeds deadlocked jaxlib 0.10's CPU runtime once a program held six or more of them
         # (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
         params = jax.tree.map(lambda *xs: jnp.stack(xs), *[self._params_jit(k) for k in keys])
-        return self._init_jit(keys, params, bank, _layout(rows))
+        return self._init_jit(keys, params, hparams, bank, _layout(rows))
 
     def _reset_envs(self, ts, bank, rows):
         self.trace_counts["reset_envs"] += 1
@@ -372,7 +522,7 @@ class Trainer:
         def one(ts, rows):
             key, k_reset = jax.random.split(ts.key)
             obs, env_state = self._venv_reset(k_reset, bank, self._layout(rows, getattr(ts, "sampler", None)))
-            return ts.replace(obs=obs, env_state=env_state, key=key)
+            return ts.replace(obs=obs, env_state=env_state, key=key, memory=self.initial_memory(self.cfg.num_envs))
 
         return jax.vmap(one, in_axes=(0, _rows_axis(rows)))(ts, rows)
 
@@ -388,36 +538,64 @@ class Trainer:
     def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
         keys = self._seeds(seeds)
         params = jax.eval_shape(jax.vmap(self._init_params), keys)
-        return jax.eval_shape(self._init, keys, params, bank, _layout(rows))
+        hparams = jax.eval_shape(lambda: self.hparams(count=keys.shape[0]))
+        return jax.eval_shape(self._init, keys, params, hparams, bank, _layout(rows))
+
+    def restore(self, path, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
+        """The TrainState saved at `path`. A checkpoint written before the agent carried hparams, value_norm and
+        memory (which that code did not have) gets them as a fresh run with this config starts them: exactly what
+        the old code trained with, as long as this config enables neither value_norm nor recurrent."""
+        from envgen_jax.trainer.checkpoint import restore_checkpoint, saved_fields
+        like = self.abstract_state(bank, rows, seeds)
+        missing = [f for f in AGENT_FIELDS if f not in saved_fields(path)]
+        if not missing:
+            return restore_checkpoint(path, like)
+        if self.cfg.value_norm or self.recurrent:
+            raise ConfigError([f"ppo: the checkpoint {path} was written by an agent without value_norm and "
+                               f"recurrent; resume it with the settings it was started with"], what="PPO settings")
+        names = [f.name for f in dataclasses.fields(like) if f.name not in missing]
+        saved = restore_checkpoint(path, {name: getattr(like, name) for name in names})
+        fresh = self.init(bank, rows, seeds)
+        return fresh.replace(**saved)
 
     # -- one PPO update ---------------------------------------------------------------------------------------
-    def _rollout(self, params, obs, env_state, key, bank, rows):
+    def _rollout(self, params, obs, env_state, memory, key, bank, rows):
         def env_step(carry, k):
-            obs, env_state = carry
+            obs, env_state, memory = carry
             k_act, k_env = jax.random.split(k)
-            logits, value = self.apply(params, obs)
+            new_memory, logits, value = self.act(params, memory, obs)
             pi = policy(logits)
             action = pi.sample(seed=k_act)
             log_prob = pi.log_prob(action)
             next_obs, env_state, info = self.venv.step(k_env, env_state, action, bank, rows)
             tr = Transition(obs=obs, action=action, log_prob=log_prob, value=value, reward=info.reward,
                             done=info.done, truncated=info.truncated)
-            return (next_obs, env_state), (tr, info)
+            return (next_obs, env_state, self.forget(new_memory, info.done)), (tr, info)
 
         keys = jax.random.split(key, self.cfg.num_steps)
-        (obs, env_state), (traj, infos) = jax.lax.scan(env_step, (obs, env_state), keys)
-        return obs, env_state, traj, infos
+        (obs, env_state, memory), (traj, infos) = jax.lax.scan(env_step, (obs, env_state, memory), keys)
+        if self.recurrent:  # an episode starts at step t where step t-1 ended one (t = 0: reset before the rollout)
+            traj = traj.replace(start=jnp.concatenate([jnp.zeros_like(traj.done[:1]), traj.done[:-1]]))
+        return obs, env_state, memory, traj, infos
 
-    def _loss(self, params, mb: Transition, adv, targets, mask=None):
+    def _evaluate_actions(self, params, memory, mb: Transition):
+        """(logits, raw values) of a minibatch: [B] samples, or for a recurrent agent [T, B] sequences unrolled
+        from their stored initial memory."""
+        if not self.recurrent:
+            return self.apply(params, mb.obs)
+        _, logits, value = self.network.apply(params, memory, mb.obs, mb.start, method="unroll")
+        return logits, value
+
+    def _loss(self, params, hp: Hyperparams, mb: Transition, adv, targets, memory=None, mask=None):
         """PPO loss; `mask` (bool per sample, robust PLR) averages every term over the masked samples only."""
         cfg = self.cfg
         mean = (lambda x: x.mean()) if mask is None else functools.partial(_masked_mean, mask=mask)
-        logits, value = self.apply(params, mb.obs)
+        logits, value = self._evaluate_actions(params, memory, mb)
         pi = policy(logits)
         log_prob = pi.log_prob(mb.action)
 
         if cfg.clip_value:
-            v_clip = mb.value + jnp.clip(value - mb.value, -cfg.clip_eps, cfg.clip_eps)
+            v_clip = mb.value + jnp.clip(value - mb.value, -hp.clip_eps, hp.clip_eps)
             value_loss = 0.5 * mean(jnp.maximum(jnp.square(value - targets), jnp.square(v_clip - targets)))
         else:
             value_loss = 0.5 * mean(jnp.square(value - targets))
@@ -427,49 +605,71 @@ class Trainer:
         log_ratio = log_prob - mb.log_prob
         ratio = jnp.exp(log_ratio)
         pg1 = ratio * adv
-        pg2 = jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * adv
+        pg2 = jnp.clip(ratio, 1.0 - hp.clip_eps, 1.0 + hp.clip_eps) * adv
         policy_loss = -mean(jnp.minimum(pg1, pg2))
         entropy = mean(pi.entropy())
-        total = policy_loss + cfg.vf_coef * value_loss - cfg.ent_coef * entropy
+        total = policy_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
         aux = dict(value_loss=value_loss, policy_loss=policy_loss, entropy=entropy,
                    approx_kl=mean((ratio - 1.0) - log_ratio),
-                   clip_frac=mean(jnp.abs(ratio - 1.0) > cfg.clip_eps))
+                   clip_frac=mean(jnp.abs(ratio - 1.0) > hp.clip_eps))
         return total, aux
 
-    def _learn(self, params, opt_state, traj: Transition, adv, targets, key, mask=None):
-        """Epochs of minibatch Adam steps. `mask` (bool[T, N] or None): robust PLR's steps that give gradients; a
-        minibatch without any gives zero gradients. None takes exactly the unmasked code path."""
+    def _minibatches(self, key, batch):
+        """One epoch's minibatches, [M, ...] leaves: feed-forward agents shuffle single steps ([T, N] leaves
+        flattened); recurrent agents shuffle env slots and keep each slot's whole trajectory ([T, N] -> [M, T, n],
+        the initial memory [N, H] -> [M, n, H])."""
         cfg = self.cfg
+        if not self.recurrent:
+            perm = jax.random.permutation(key, cfg.batch_size)
+            return jax.tree.map(
+                lambda x: jnp.take(x, perm, axis=0).reshape((cfg.num_minibatches, cfg.minibatch_size) + x.shape[1:]),
+                batch)
+        sequences, memory = batch
+        m, n = cfg.num_minibatches, cfg.num_envs // cfg.num_minibatches
+        perm = jax.random.permutation(key, cfg.num_envs)
+        seq = jax.tree.map(lambda x: jnp.swapaxes(jnp.take(x, perm, axis=1).reshape(
+            (x.shape[0], m, n) + x.shape[2:]), 0, 1), sequences)
+        mem = jax.tree.map(lambda x: jnp.take(x, perm, axis=0).reshape((m, n) + x.shape[1:]), memory)
+        return seq, mem
+
+    def _learn(self, params, opt_state, hp: Hyperparams, lr, traj: Transition, adv, targets, memory, key,
+               mask=None):
+        """Epochs of minibatch Adam steps. `mask` (bool[T, N] or None): robust PLR's steps that give gradients; a
+        minibatch without any gives zero gradients. None takes exactly the unmasked code path. `memory`: a
+        recurrent agent's state at the rollout's start (None when feed-forward)."""
+        cfg = self.cfg
+        tx = self._optimizer(hp.lr)
         if cfg.adv_norm == "batch":
             adv = _normalise(adv, None) if mask is None else jnp.where(mask.all(), _normalise(adv, None),
                                                                        _normalise(adv, _some(mask)))
         batch = (traj, adv, targets) if mask is None else (traj, adv, targets, mask)
-        batch = jax.tree.map(lambda x: x.reshape((cfg.batch_size,) + x.shape[2:]), batch)
+        if self.recurrent:
+            batch = (batch, memory)
+        else:
+            batch = jax.tree.map(lambda x: x.reshape((cfg.batch_size,) + x.shape[2:]), batch)
         grad_fn = jax.value_and_grad(self._loss, has_aux=True)
 
         def minibatch_step(carry, mb):
             params, opt_state = carry
+            mb, mb_memory = mb if self.recurrent else (mb, None)
             if mask is None:
-                (total, aux), grads = grad_fn(params, *mb)
+                (total, aux), grads = grad_fn(params, hp, *mb, memory=mb_memory)
             else:
                 *mb, mb_mask = mb
 
                 def masked():  # an all-False minibatch: loss on all samples (finite), then zero gradients
-                    out, grads = grad_fn(params, *mb, _some(mb_mask))
+                    out, grads = grad_fn(params, hp, *mb, memory=mb_memory, mask=_some(mb_mask))
                     return out, jax.tree.map(lambda g: jnp.where(mb_mask.any(), g, 0.0), grads)
 
                 # A fully replayed minibatch takes exactly the unmasked update.
-                (total, aux), grads = jax.lax.cond(mb_mask.all(), lambda: grad_fn(params, *mb), masked)
-            updates, opt_state = self.tx.update(grads, opt_state, params)
+                (total, aux), grads = jax.lax.cond(mb_mask.all(), lambda: grad_fn(params, hp, *mb, memory=mb_memory),
+                                                   masked)
+            updates, opt_state = tx.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
             return (params, opt_state), dict(aux, total_loss=total, grad_norm=optax.tree.norm(grads))
 
         def epoch(carry, k):
-            perm = jax.random.permutation(k, cfg.batch_size)
-            mbs = jax.tree.map(
-                lambda x: jnp.take(x, perm, axis=0).reshape((cfg.num_minibatches, cfg.minibatch_size) + x.shape[1:]),
-                batch)
-            return jax.lax.scan(minibatch_step, carry, mbs)
+            return jax.lax.scan(minibatch_step, carry, self._minibatches(k, batch))
 
         (params, opt_state), stats = jax.lax.scan(epoch, (params, opt_state),
                                                   jax.random.split(key, cfg.update_epochs))
@@ -477,23 +677,37 @@ class Trainer:
 
     def _update(self, ts: TrainState, bank, rows):
         cfg = self.cfg
-        hp = self.level_sampler if rows is None else None  # PLR where the sampler picks the rows
+        hp = ts.hparams
+        sampler_cfg = self.level_sampler if rows is None else None  # PLR where the sampler picks the rows
         key, k_roll, k_learn = jax.random.split(ts.key, 3)
         layout = self._layout(rows, getattr(ts, "sampler", None))
-        obs, env_state, traj, infos = self._rollout(ts.params, ts.obs, ts.env_state, k_roll, bank, layout)
-        _, last_value = self.apply(ts.params, obs)
-        adv, targets = compute_gae(traj.reward, traj.value, traj.done, traj.truncated, last_value, cfg.gamma,
-                                   cfg.gae_lambda, cfg.bootstrap_truncated)
-        lr = self.learning_rate(ts.update_step * cfg.num_minibatches * cfg.update_epochs)
+        obs, env_state, memory, traj, infos = self._rollout(ts.params, ts.obs, ts.env_state, ts.memory, k_roll,
+                                                            bank, layout)
+        _, _, last_value = self.act(ts.params, memory, obs)
+        value_norm = ts.value_norm
+        if value_norm is not None:  # the critic predicts normalised returns: GAE works on de-normalised values
+            mu, sd = value_norm.stats()
+            traj = traj.replace(value=traj.value * sd + mu)
+            last_value = last_value * sd + mu
+        adv, targets = compute_gae(traj.reward, traj.value, traj.done, traj.truncated, last_value, hp.gamma,
+                                   hp.gae_lambda, cfg.bootstrap_truncated)
+        learn_traj, learn_targets = traj, targets
+        if value_norm is not None:  # the value loss compares normalised values, with the stats updated first
+            value_norm = value_norm.update(targets, cfg.value_norm_decay)
+            mu, sd = value_norm.stats()
+            learn_traj, learn_targets = traj.replace(value=(traj.value - mu) / sd), (targets - mu) / sd
+        lr = self.learning_rate(ts.update_step * cfg.num_minibatches * cfg.update_epochs, hp.lr)
         # Robust PLR: gradients only from steps in rows already scored when the update began (replayed levels).
-        mask = ts.sampler.seen[infos.row] if hp is not None and hp.robust else None
-        params, opt_state, stats = self._learn(ts.params, ts.opt_state, traj, adv, targets, k_learn, mask)
+        mask = ts.sampler.seen[infos.row] if sampler_cfg is not None and sampler_cfg.robust else None
+        params, opt_state, stats = self._learn(ts.params, ts.opt_state, hp, lr, learn_traj, adv, learn_targets,
+                                               ts.memory, k_learn, mask)
         losses = LossStats(learning_rate=lr, **stats)
-        if hp is not None:
-            ts = ts.replace(sampler=ls.update(hp, ts.sampler, *ls.row_scores(hp, ts.sampler, infos.row, adv,
-                                                                                traj.value, infos)))
-        ts = ts.replace(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=key,
-                        update_step=ts.update_step + 1, env_steps=ts.env_steps + cfg.steps_per_update)
+        if sampler_cfg is not None:
+            ts = ts.replace(sampler=ls.update(sampler_cfg, ts.sampler, *ls.row_scores(
+                sampler_cfg, ts.sampler, infos.row, adv, traj.value, infos)))
+        ts = ts.replace(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=key, memory=memory,
+                        value_norm=value_norm, update_step=ts.update_step + 1,
+                        env_steps=ts.env_steps + cfg.steps_per_update)
         return ts, infos, losses
 
     def _chunk_one(self, ts: TrainState, bank, rows, num_updates: int):

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import jax
 import jax.numpy as jnp
-from craftax.craftax_classic.constants import Achievement
+from craftax.craftax_classic.constants import OBS_DIM, Achievement, BlockType
 from craftax.craftax_classic.envs.craftax_state import EnvParams, EnvState, StaticEnvParams
 from craftax.craftax_classic.game_logic import craftax_step, is_game_over
 from craftax.craftax_classic.renderer import render_craftax_symbolic
@@ -114,6 +114,14 @@ class CrafterEnv:
     @property
     def obs_shape(self) -> tuple[int, ...]:
         return (1345,) if self.observation == "symbolic" else (63, 63, 3)
+
+    @property
+    def map_shape(self) -> tuple[int, int, int] | None:
+        """The local map at the start of the symbolic vector: 7 x 9 cells, one-hot block types then 4 mob types
+        (craftax's render_craftax_symbolic); None for pixels. The 'map' network reads it as a grid."""
+        if self.observation != "symbolic":
+            return None
+        return (*OBS_DIM, len(BlockType) + 4)
 
     @property
     def obs_dtype(self):
