@@ -143,11 +143,11 @@ def _shared(cfg: RunConfig) -> dict:
 def resolve(config: str | Path, methods: Sequence[str], seeds: int | None = None,
             overrides: Sequence[str] = ()) -> StudySettings:
     """Check the methods and build the shared run configuration (`seeds` overrides the config's)."""
-    problems = [f"--methods: {m!r} is not a method; allowed: {', '.join(DEFAULT_METHODS)}"
+    problems = [f"--methods: {m!r} is not a method; allowed: {', '.join(METHODS)}"
                 for m in methods if m not in METHODS]
     problems += [f"--methods: {m!r} is listed twice" for m in sorted(set(methods)) if list(methods).count(m) > 1]
     if not methods:
-        problems.append(f"--methods: no method given; allowed: {', '.join(DEFAULT_METHODS)}")
+        problems.append(f"--methods: no method given; allowed: {', '.join(METHODS)}")
     if problems:
         raise ConfigError(problems, what="study")
     cfg = load_run_config(config, [*overrides, *([f"seeds={seeds}"] if seeds is not None else [])])

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,3 +190,50 @@ def test_reproduce_arguments():
     assert "llm.n_threads=8" in o and "llm.backend=openai" in o
     with pytest.raises(SystemExit):
         rp.parse_args(["--methods", "ppo,nope"])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# agent_sample_efficiency: tiny recipes in-process (one compiled Crafter trainer shared by the calls)
+
+
+@pytest.fixture
+def tiny_agent_benchmark(monkeypatch):
+    from benchmarks import agent_sample_efficiency as ase
+    tiny = dict(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, width=16, depth=1, resets_per_step=1)
+    monkeypatch.setattr(ase, "RECIPES", {
+        "tiny": {"ppo": {**tiny, "value_norm": True, "layer_norm": True}, "why": "test"},
+        "tiny_grid": {"ppo": tiny, "grid": {"lr": [1e-3, 3e-4]}, "why": "test grid"}})
+    monkeypatch.setattr(ase, "WINDOWS", {"first": (0, 64), "last": (64, 128)})
+    monkeypatch.setattr(ase, "CURVE_BIN", 32)
+    return ase
+
+
+def test_agent_benchmark_writes_windows_table_and_plot(tiny_agent_benchmark, tmp_path):
+    ase = tiny_agent_benchmark
+    assert ase.main(["--recipes", "tiny,tiny_grid", "--seeds", "2", "--steps", "128", "--updates-per-chunk", "1",
+                     "--out-dir", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]) == 0
+    data = json.loads((tmp_path / "out" / "agent_sample_efficiency_cpu.json").read_text())
+    assert [s["recipe"] for s in data["summaries"]] == ["tiny", "tiny_grid [lr 0.001]", "tiny_grid [lr 0.0003]"]
+    tiny = data["summaries"][0]
+    assert set(tiny["windows"]) == {"first", "last"} and len(tiny["windows"]["last"]["score_per_seed"]) == 2
+    row = data["rows"][0]
+    assert row["ppo"]["value_norm"] is True and row["ppo"]["num_seeds"] == 2  # the recipe written out in full
+    # the windows pool exactly the episodes of their chunks (32 steps per chunk and agent)
+    eps = np.sum([c["episodes"] for c in row["chunks"][2:4]], axis=0)
+    assert tiny["windows"]["last"]["episodes_per_seed"] == eps.tolist()
+    assert data["rows"][1]["agent_seeds"] == [0, 1, 0, 1] and data["rows"][1]["hparams"]["lr"] == [1e-3, 1e-3,
+                                                                                                  3e-4, 3e-4]
+    assert (tmp_path / "out" / "agent_sample_efficiency_cpu.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| tiny | 2 |" in (tmp_path / "out" / "agent_sample_efficiency_cpu.md").read_text()
+    # a finished recipe is not trained again
+    assert ase.main(["--recipes", "tiny", "--seeds", "2", "--steps", "128", "--updates-per-chunk", "1",
+                     "--out-dir", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]) == 0
+
+
+def test_agent_benchmark_resumes_exactly(tiny_agent_benchmark, tmp_path):
+    ase = tiny_agent_benchmark
+    straight = ase.train_recipe("tiny", 2, 128, tmp_path / "a", 1, checkpoint_minutes=0, log=lambda m: None)
+    ase.train_recipe("tiny", 2, 64, tmp_path / "b", 1, checkpoint_minutes=0, log=lambda m: None)  # "killed" at 64
+    resumed = ase.train_recipe("tiny", 2, 128, tmp_path / "b", 1, checkpoint_minutes=0, log=lambda m: None)
+    assert len(resumed["timing"]["sessions"]) == 2
+    assert resumed["chunks"] == straight["chunks"]

@@ -319,4 +319,4 @@ def test_crafter_methods_compare_at_equal_steps():
             plan = build_plan(cfg)
             steps[name] = (sum(p.updates for p in plan if p.kind == "train") * cfg.steps_per_update, cfg.seeds,
                            cfg.ppo)
-    assert len(steps) == 9 and len(set(steps.values())) == 1, steps  # with plr, sfl and envgen_sfl
+    assert len(steps) == 10 and len(set(steps.values())) == 1, steps  # with plr, sfl, envgen_sfl and scripted

@@ -12,7 +12,7 @@ from tests.golden import TINY
 
 def test_every_method_is_a_module_with_the_method_interface():
     assert set(METHODS) == {"envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random", "plr", "sfl",
-                            "envgen_sfl"}
+                            "envgen_sfl", "scripted"}
     for name in METHODS:
         module = methods.get(name)
         assert module.NAME == name and isinstance(module.USES_LLM, bool)

@@ -155,7 +155,8 @@ def test_bad_input_and_changed_settings_are_clear_errors(study, tmp_path, capsys
     before = (out / "study.json").read_text()
     assert main([*ARGS[:3], "--methods", "ppo,magic", "--out", str(tmp_path / "x")]) == 1
     err = capsys.readouterr().err
-    assert "'magic' is not a method; allowed: ppo, envgen, fixed, random, easy_to_hard, adversarial" in err
+    assert ("'magic' is not a method; allowed: envgen, ppo, fixed, easy_to_hard, adversarial, random, plr, sfl, "
+            "envgen_sfl, scripted") in err
     assert not (tmp_path / "x").exists()
     assert main([*ARGS, "--seeds", "3", "--out", str(out)]) == 1
     assert f"seeds: the study in {out} has 2, this command gives 3" in capsys.readouterr().err

@@ -2,6 +2,8 @@
 
 import dataclasses
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -100,14 +102,15 @@ SKILL_BANK = probes.make_bank([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]], 
 def test_all_ones_mask_is_bit_identical_to_the_unmasked_update():
     trainer = make_trainer(probes.SkillEnv(), TINY)
     ts = jax.tree.map(lambda x: x[0], trainer.init(SKILL_BANK, jnp.arange(N) % 4))
-    obs, _, traj, infos = trainer._rollout(ts.params, ts.obs, ts.env_state, jax.random.PRNGKey(1), SKILL_BANK,
-                                           jnp.arange(N) % 4)
+    obs, _, _, traj, infos = trainer._rollout(ts.params, ts.obs, ts.env_state, None, jax.random.PRNGKey(1),
+                                              SKILL_BANK, jnp.arange(N) % 4)
     _, last_value = trainer.apply(ts.params, obs)
     adv, targets = compute_gae(traj.reward, traj.value, traj.done, traj.truncated, last_value, 0.99, 0.8)
-    learn = jax.jit(trainer._learn)
+    learn = jax.jit(functools.partial(trainer._learn, memory=None))
     key = jax.random.PRNGKey(2)
-    plain = learn(ts.params, ts.opt_state, traj, adv, targets, key)
-    ones = learn(ts.params, ts.opt_state, traj, adv, targets, key, jnp.ones(adv.shape, bool))
+    hp, lr = ts.hparams, ts.hparams.lr
+    plain = learn(ts.params, ts.opt_state, hp, lr, traj, adv, targets, key=key)
+    ones = learn(ts.params, ts.opt_state, hp, lr, traj, adv, targets, key=key, mask=jnp.ones(adv.shape, bool))
     # The update (parameters and Adam state) is bit-identical; the logged loss means may differ in the last ulp
     # (XLA fuses the forward-only reductions differently).
     for a, b in zip(jax.tree.leaves(plain[:2]), jax.tree.leaves(ones[:2])):
@@ -115,7 +118,7 @@ def test_all_ones_mask_is_bit_identical_to_the_unmasked_update():
     for a, b in zip(jax.tree.leaves(plain[2]), jax.tree.leaves(ones[2])):
         np.testing.assert_allclose(a, b, rtol=1e-6)
     # No step selected: the parameters do not move on the first Adam step (zero gradients).
-    params, _, _ = learn(ts.params, ts.opt_state, traj, adv, targets, key, jnp.zeros(adv.shape, bool))
+    params, _, _ = learn(ts.params, ts.opt_state, hp, lr, traj, adv, targets, key=key, mask=jnp.zeros(adv.shape, bool))
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(ts.params)):
         assert np.array_equal(np.asarray(a), np.asarray(b))
 

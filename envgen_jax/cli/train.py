@@ -123,7 +123,8 @@ def add_study_command(commands) -> None:
     p.add_argument("--methods", default="ppo,envgen,fixed,random,easy_to_hard,adversarial", metavar="M1,M2,...",
                    help=f"comma-separated, from {', '.join(METHODS)}; ppo is the reference the others are "
                         "compared with (default: the paper's comparison, ppo,envgen,fixed,random,easy_to_hard,"
-                        "adversarial; plr, sfl and envgen_sfl go beyond it)")
+                        "adversarial; plr, sfl and envgen_sfl go beyond it; scripted is a no-LLM control that "
+                        "follows the feedback by targeting.py's map)")
     p.add_argument("--seeds", type=int, metavar="N", help="seeds per method (default: the config's `seeds`)")
     p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                    help="override settings of the shared configuration, as for `train`")

@@ -126,7 +126,7 @@ CRAFTER_PREREQUISITES: dict[str, tuple[str, ...]] = {
 
 # --------------------------------------------------------------------------------------------------------- Heist
 _M, _P, _S = "maze_settings", "placement_settings", "start_settings"
-SMALL_MAZE = among(f"{_M}.maze_dim", 5, 7)  # Procgen's hard draw averages 9
+SMALL_MAZE = among(f"{_M}.maze_dim", 7, 5)  # Procgen's hard draw averages 9; 7 first: room for 3 doors (scripted)
 _KEYS_NEAR = among(f"{_P}.key_distance", "near")
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_MODULES = ("envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random", "plr", "sfl", "envgen_sfl")
+_MODULES = ("envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random", "plr", "sfl", "envgen_sfl",
+            "scripted")
 METHODS: tuple[str, ...] = _MODULES
 
 

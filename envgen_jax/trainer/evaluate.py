@@ -103,13 +103,14 @@ class Evaluator:
         self.trace_count = 0
         self._jit = jax.jit(self._run)
 
-    def _act(self, params, obs, key, mode):
+    def _act(self, params, memory, obs, key, mode):
+        """(memory, action): the policy's step (a recurrent one carries each slot's memory)."""
         k_pi, k_rand = jax.random.split(key)
-        logits, _ = self.trainer.apply(params, obs)
+        memory, logits, _ = self.trainer.act(params, memory, obs)
         sampled = policy(logits).sample(seed=k_pi)
         greedy = jnp.argmax(logits, axis=-1)
         uniform = jax.random.randint(k_rand, (self.num_envs,), 0, self.trainer.num_actions)
-        return jnp.select([mode == 0, mode == 1], [sampled, greedy], uniform).astype(sampled.dtype)
+        return memory, jnp.select([mode == 0, mode == 1], [sampled, greedy], uniform).astype(sampled.dtype)
 
     def _run_one(self, params, key, bank, rows, mode):
         num_rows = bank.num_rows
@@ -119,20 +120,21 @@ class Evaluator:
         acc = RowStats.zeros(num_rows, len(self.trainer.achievement_names))
 
         def cond(c):
-            t, _, _, counts, _, _ = c
+            t, _, _, _, counts, _, _ = c
             return (t < self.max_steps) & jnp.any(counts < self.episodes_per_env)
 
         def body(c):
-            t, obs, env_state, counts, acc, key = c
+            t, obs, env_state, memory, counts, acc, key = c
             key, k_act, k_env = jax.random.split(key, 3)
-            action = self._act(params, obs, k_act, mode)
+            memory, action = self._act(params, memory, obs, k_act, mode)
             obs, env_state, info = self.venv.step(k_env, env_state, action, bank, rows)
             mask = info.done & (counts < self.episodes_per_env)
             acc = acc + row_stats_from_steps(info, num_rows, count_mask=mask)
-            return t + 1, obs, env_state, counts + mask.astype(jnp.int32), acc, key
+            memory = self.trainer.forget(memory, info.done)
+            return t + 1, obs, env_state, memory, counts + mask.astype(jnp.int32), acc, key
 
-        c = (jnp.int32(0), obs, env_state, counts, acc, k_loop)
-        t, _, _, counts, acc, _ = jax.lax.while_loop(cond, body, c)
+        c = (jnp.int32(0), obs, env_state, self.trainer.initial_memory(self.num_envs), counts, acc, k_loop)
+        t, _, _, _, counts, acc, _ = jax.lax.while_loop(cond, body, c)
         return acc, t
 
     def _run(self, params, keys, bank, rows, mode):

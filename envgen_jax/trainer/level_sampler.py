@@ -47,6 +47,24 @@ class LevelSampler:
     robust: bool = True
     """robust PLR: gradients only from steps on replayed (seen) rows"""
 
+    # -- the trainer's hooks: all the PPO update knows of level replay (trainer/ppo.py, `make_trainer(hooks=)`) --
+    def init_state(self, num_rows: int) -> "SamplerState":
+        """The state carried in the TrainState (its `sampler` field) for a bank of `num_rows` rows."""
+        return SamplerState.empty(num_rows)
+
+    def row_distribution(self, state: "SamplerState") -> jax.Array:
+        """f32[K]: the distribution the next episodes' rows are drawn from."""
+        return level_probs(self, state)
+
+    def gradient_mask(self, state: "SamplerState", infos) -> jax.Array | None:
+        """bool[T, N]: the rollout steps that give gradients (robust PLR: rows already scored when the update
+        began), or None for all."""
+        return state.seen[infos.row] if self.robust else None
+
+    def after_update(self, state: "SamplerState", infos, advantages, values) -> "SamplerState":
+        """The state after an update: the rows the rollout ran are scored (advantages, de-normalised values)."""
+        return update(self, state, *row_scores(self, state, infos.row, advantages, values, infos))
+
 
 @struct.dataclass
 class SamplerState:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Protocol, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +39,6 @@ from flax import struct
 from envgen_jax.config_io import choice_problems
 from envgen_jax.envs.vector import VecEnv
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer import level_sampler as ls
 from envgen_jax.trainer.metrics import ChunkMetrics, LossStats, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, policy
 
@@ -374,10 +373,10 @@ class Trainer:
     Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
     """
 
-    def __init__(self, env, cfg: PPOConfig, venv=None, level_sampler: ls.LevelSampler | None = None):
+    def __init__(self, env, cfg: PPOConfig, venv=None, level_sampler: "UpdateHooks | None" = None):
         self.env = env
         self.cfg = cfg
-        self.level_sampler = level_sampler
+        self.level_sampler = level_sampler  # the update's hooks (robust PLR's LevelSampler), or None
         self.venv = venv if venv is not None else _default_vecenv(env, cfg, cfg.num_envs)
         self.obs_shape = tuple(env.obs_shape)
         self.num_actions = int(env.num_actions)
@@ -479,15 +478,15 @@ class Trainer:
                                  method="unroll")
 
     def _layout(self, rows, sampler):
-        """What the VecEnv runs: `rows`, or with a level sampler and rows None, rows drawn from its distribution."""
+        """What the VecEnv runs: `rows`, or with hooks and rows None, rows drawn from their distribution."""
         if self.level_sampler is None or rows is not None:
             return rows
         from envgen_jax.envs.vector import RowSampler
-        return RowSampler(ls.level_probs(self.level_sampler, sampler))
+        return RowSampler(self.level_sampler.row_distribution(sampler))
 
     def _init_one(self, key, params, hparams, bank, rows):
         _, k_reset, k_run = jax.random.split(key, 3)
-        sampler = None if self.level_sampler is None else ls.SamplerState.empty(bank.num_rows)
+        sampler = None if self.level_sampler is None else self.level_sampler.init_state(bank.num_rows)
         obs, env_state = self._venv_reset(k_reset, bank, self._layout(rows, sampler))
         fields = dict(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
                       update_step=jnp.int32(0), env_steps=jnp.int32(0), hparams=hparams,
@@ -675,40 +674,45 @@ class Trainer:
                                                   jax.random.split(key, cfg.update_epochs))
         return params, opt_state, jax.tree.map(jnp.mean, stats)
 
+    def _advantages(self, ts: TrainState, traj: Transition, last_value):
+        """GAE on de-normalised values. Returns (advantages, the de-normalised values, the trajectory and targets
+        the learner compares in the critic's own scale, the new value-normalisation state). With value_norm the
+        critic predicts normalised returns: its statistics take this rollout's targets first, then values and
+        targets are normalised by them."""
+        value_norm = ts.value_norm
+        if value_norm is not None:
+            mu, sd = value_norm.stats()
+            traj = traj.replace(value=traj.value * sd + mu)
+            last_value = last_value * sd + mu
+        adv, targets = compute_gae(traj.reward, traj.value, traj.done, traj.truncated, last_value, ts.hparams.gamma,
+                                   ts.hparams.gae_lambda, self.cfg.bootstrap_truncated)
+        if value_norm is None:
+            return adv, traj.value, traj, targets, None
+        value_norm = value_norm.update(targets, self.cfg.value_norm_decay)
+        mu, sd = value_norm.stats()
+        return adv, traj.value, traj.replace(value=(traj.value - mu) / sd), (targets - mu) / sd, value_norm
+
     def _update(self, ts: TrainState, bank, rows):
+        """One PPO update: rollout, advantages, epochs of minibatch steps; the hooks (level replay, where its
+        distribution picks the rows) give the gradient mask and see the rollout afterwards."""
         cfg = self.cfg
-        hp = ts.hparams
-        sampler_cfg = self.level_sampler if rows is None else None  # PLR where the sampler picks the rows
+        hooks = self.level_sampler if rows is None else None
         key, k_roll, k_learn = jax.random.split(ts.key, 3)
         layout = self._layout(rows, getattr(ts, "sampler", None))
         obs, env_state, memory, traj, infos = self._rollout(ts.params, ts.obs, ts.env_state, ts.memory, k_roll,
                                                             bank, layout)
         _, _, last_value = self.act(ts.params, memory, obs)
-        value_norm = ts.value_norm
-        if value_norm is not None:  # the critic predicts normalised returns: GAE works on de-normalised values
-            mu, sd = value_norm.stats()
-            traj = traj.replace(value=traj.value * sd + mu)
-            last_value = last_value * sd + mu
-        adv, targets = compute_gae(traj.reward, traj.value, traj.done, traj.truncated, last_value, hp.gamma,
-                                   hp.gae_lambda, cfg.bootstrap_truncated)
-        learn_traj, learn_targets = traj, targets
-        if value_norm is not None:  # the value loss compares normalised values, with the stats updated first
-            value_norm = value_norm.update(targets, cfg.value_norm_decay)
-            mu, sd = value_norm.stats()
-            learn_traj, learn_targets = traj.replace(value=(traj.value - mu) / sd), (targets - mu) / sd
-        lr = self.learning_rate(ts.update_step * cfg.num_minibatches * cfg.update_epochs, hp.lr)
-        # Robust PLR: gradients only from steps in rows already scored when the update began (replayed levels).
-        mask = ts.sampler.seen[infos.row] if sampler_cfg is not None and sampler_cfg.robust else None
-        params, opt_state, stats = self._learn(ts.params, ts.opt_state, hp, lr, learn_traj, adv, learn_targets,
+        adv, values, learn_traj, targets, value_norm = self._advantages(ts, traj, last_value)
+        lr = self.learning_rate(ts.update_step * cfg.num_minibatches * cfg.update_epochs, ts.hparams.lr)
+        mask = None if hooks is None else hooks.gradient_mask(ts.sampler, infos)
+        params, opt_state, stats = self._learn(ts.params, ts.opt_state, ts.hparams, lr, learn_traj, adv, targets,
                                                ts.memory, k_learn, mask)
-        losses = LossStats(learning_rate=lr, **stats)
-        if sampler_cfg is not None:
-            ts = ts.replace(sampler=ls.update(sampler_cfg, ts.sampler, *ls.row_scores(
-                sampler_cfg, ts.sampler, infos.row, adv, traj.value, infos)))
+        if hooks is not None:
+            ts = ts.replace(sampler=hooks.after_update(ts.sampler, infos, adv, values))
         ts = ts.replace(params=params, opt_state=opt_state, env_state=env_state, obs=obs, key=key, memory=memory,
                         value_norm=value_norm, update_step=ts.update_step + 1,
                         env_steps=ts.env_steps + cfg.steps_per_update)
-        return ts, infos, losses
+        return ts, infos, LossStats(learning_rate=lr, **stats)
 
     def _chunk_one(self, ts: TrainState, bank, rows, num_updates: int):
         num_rows = bank.num_rows
@@ -741,7 +745,18 @@ class Trainer:
         return self._chunk_jit(ts, bank, _layout(rows), num_updates=num_updates)
 
 
-def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler: ls.LevelSampler | None = None) -> Trainer:
+class UpdateHooks(Protocol):
+    """What a PPO update lets a curriculum on the device do (robust PLR's `LevelSampler` implements it): a state
+    carried in the TrainState's `sampler` field, the row distribution of new episodes, a per-step gradient mask, and
+    an after-update step that sees the rollout. The update itself knows nothing else of level replay."""
+
+    def init_state(self, num_rows: int) -> Any: ...
+    def row_distribution(self, state) -> jax.Array: ...
+    def gradient_mask(self, state, infos) -> jax.Array | None: ...
+    def after_update(self, state, infos, advantages, values) -> Any: ...
+
+
+def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler: UpdateHooks | None = None) -> Trainer:
     """A Trainer for `env` (the project's env protocol) and `cfg`. `venv` overrides the default
     `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`. With `level_sampler` (robust PLR) every episode's row
     is drawn from the sampler's distribution over the whole bank where `rows` is None (and the sampler's state,

@@ -16,6 +16,7 @@ no-retrace contract exactly as the Crafter config bank does. `make_bank(rewards)
 | `TimeLimitEnv`       | reward r per step, cut at L| V = r / (1 - gamma) if truncation bootstraps        |
 | `MarkerEnv`          | reward[0] steps, reward 0  | obs one-hot of `shift`: reveals the world's row     |
 | `SkillEnv`           | 1 step, per-row difficulty | learnable (1, 0), trivial (1, 1), impossible (0, 0) |
+| `CueMemoryEnv`       | cue at t=0, act at t=delay | recurrent: return -> r; feed-forward: r / 2 at best |
 """
 
 from __future__ import annotations
@@ -183,3 +184,25 @@ class SkillEnv(_Probe):
         correct = action == (state.context + params.shift) % self.num_actions
         r = jnp.where(correct, params.reward[0], params.reward[1])
         return self._skill_obs(state.context, params), state, r, jnp.bool_(True), _info(False, [r > 0])
+
+
+@dataclasses.dataclass(frozen=True)
+class CueMemoryEnv(_Probe):
+    """A memory probe: the first obs shows a cue c in {0, 1} (one-hot at index c); the next `delay` obs show only a
+    blank (index 2, then 3 at the last step). The episode ends at the step after the last obs; the reward is
+    `params.reward[0]` iff that last action equals c. Only a policy that remembers the cue scores above half."""
+
+    delay: int = 2
+    achievement_names: tuple[str, ...] = ("recalled",)
+
+    def reset(self, key, params):
+        c = jax.random.randint(key, (), 0, 2)
+        return self._obs(c), ProbeState(jnp.int32(0), c)
+
+    def step(self, key, state, action, params):
+        t = state.t + 1
+        done = t > self.delay
+        correct = done & (action == state.context)
+        r = correct.astype(jnp.float32) * params.reward[0]
+        obs = self._obs(jnp.where(t == self.delay, 3, 2))
+        return obs, ProbeState(t, state.context), r, done, _info(False, [correct])

@@ -5,8 +5,9 @@ the TrainState once, after `init` or a restore, is all it takes; the donated out
 
   * seeds axis: when the number of seeds divides over the devices, every leaf is split on its leading seed axis
     (independent agents, no communication);
-  * env axis: otherwise the environment slots of each seed are split (axis 1 of the env states and observations) and
-    the network parameters and optimiser state are replicated; PPO's minibatches then gather across devices.
+  * env axis: otherwise the environment slots of each seed are split (axis 1 of the env states, observations and a
+    recurrent agent's memory) and the network parameters and optimiser state are replicated; PPO's minibatches then
+    gather across devices.
 
 Multi-host: call `jax.distributed.initialize()` in every process before building the run; `jax.devices()` is then
 the global device list and the same mesh spans the hosts (one process per host, each seeing its local devices).
@@ -51,6 +52,8 @@ def shard_train_state(ts, num_envs: int, mesh: Mesh | None = None):
     def env_split(x):
         return NamedSharding(mesh, P(None, AXIS)) if x.ndim >= 2 and x.shape[1] == num_envs else replicated
 
-    by_env = ts.replace(env_state=jax.tree.map(env_split, ts.env_state), obs=env_split(ts.obs))
-    placement = jax.tree.map(lambda _: replicated, ts).replace(env_state=by_env.env_state, obs=by_env.obs)
+    # the env slots' own state: env states, observations and a recurrent agent's memory
+    by_env = dict(env_state=jax.tree.map(env_split, ts.env_state), obs=env_split(ts.obs),
+                  memory=jax.tree.map(env_split, ts.memory))
+    placement = jax.tree.map(lambda _: replicated, ts).replace(**by_env)
     return jax.device_put(ts, placement)
