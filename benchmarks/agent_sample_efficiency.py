@@ -117,8 +117,9 @@ def train_recipe(name: str, seeds: int, steps: int, work: Path, updates_per_chun
     else:
         ts = trainer.init(bank, rows, seeds=agent_seeds, hparams=hparams)
         chunks, timing = [], {"compile_s": [], "train_s": 0.0, "train_steps": 0, "sessions": []}
+    env_now = environment()  # runs git: once per session
     timing["sessions"].append({"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               **{k: environment()[k] for k in ("commit", "dirty", "cpu", "host")}})
+                               **{k: env_now[k] for k in ("commit", "dirty", "cpu", "host")}})
     t0 = time.perf_counter()
     compiled = trainer.compile_train_chunk(ts, bank, rows, num_updates=updates_per_chunk)
     timing["compile_s"].append(time.perf_counter() - t0)

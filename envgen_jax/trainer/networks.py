@@ -197,13 +197,16 @@ class ActorCritic(nn.Module):
         zeros = jnp.zeros((batch, self.memory_size), jnp.float32)  # what flax's cells initialise to
         return (zeros, zeros) if self.recurrent == "lstm" else zeros
 
+    def clear(self, carry, reset):
+        """The carry with the slots where `reset` (bool[N]) is set back to an episode's start."""
+        zeros = self.initial_carry(reset.shape[0])
+        return jax.tree.map(lambda z, c: jnp.where(reset[:, None], z, c), zeros, carry)
+
     def step(self, carry, obs, reset):
         """One time step of N env slots: carry [N, H], obs [N, *obs_shape], reset bool[N] (an episode starts with
         this obs: its memory is cleared first) -> (carry, logits [N, A], value [N])."""
         h = self._features(obs)
-        zeros = self.initial_carry(obs.shape[0])
-        carry = jax.tree.map(lambda z, c: jnp.where(reset[:, None], z, c), zeros, carry)
-        carry, out = self.cell(carry, h)
+        carry, out = self.cell(self.clear(carry, reset), h)
         logits, value = self._heads(jnp.concatenate([h, out], axis=-1))
         return carry, logits, value
 
@@ -212,13 +215,10 @@ class ActorCritic(nn.Module):
         (final carry, logits [T, N, A], value [T, N]). Equal to calling `step` T times."""
         t, n = reset.shape
         h = self._features(obs.reshape((t * n,) + tuple(self.obs_shape))).reshape((t, n, -1))
-        zeros = self.initial_carry(n)
 
         def body(cell, carry, xs):
             h_t, reset_t = xs
-            carry = jax.tree.map(lambda z, c: jnp.where(reset_t[:, None], z, c), zeros, carry)
-            carry, out = cell(carry, h_t)
-            return carry, out
+            return cell(self.clear(carry, reset_t), h_t)
 
         scan = nn.scan(body, variable_broadcast="params", split_rngs={"params": False})
         carry, outs = scan(self.cell, carry, (h, reset))

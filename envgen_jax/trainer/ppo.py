@@ -207,11 +207,6 @@ class Hyperparams:
     ent_coef: jax.Array
     vf_coef: jax.Array
 
-    @classmethod
-    def from_config(cls, cfg: "PPOConfig", **overrides) -> "Hyperparams":
-        values = {name: overrides.get(name, getattr(cfg, name)) for name in HYPERPARAMS}
-        return cls(**{name: jnp.asarray(v, jnp.float32) for name, v in values.items()})
-
 
 @struct.dataclass
 class ValueNorm:
@@ -444,10 +439,7 @@ class Trainer:
 
     def forget(self, memory, done):
         """The memory with the slots whose episode just ended (done bool[N]) reset for the next episode."""
-        if memory is None:
-            return None
-        zeros = self.initial_memory(done.shape[0])
-        return jax.tree.map(lambda z, m: jnp.where(done[:, None], z, m), zeros, memory)
+        return None if memory is None else self.network.clear(memory, done)
 
     def act(self, params, memory, obs):
         """One policy step of N slots: (memory, logits [N, A], raw value [N]); memory None when feed-forward."""
@@ -542,8 +534,8 @@ class Trainer:
 
     def restore(self, path, bank, rows, seeds: Sequence[int] | None = None) -> TrainState:
         """The TrainState saved at `path`. A checkpoint written before the agent carried hparams, value_norm and
-        memory (which that code did not have) gets them as a fresh run with this config starts them: exactly what
-        the old code trained with, as long as this config enables neither value_norm nor recurrent."""
+        memory (which that code did not have) gets the config's hparams and no value_norm or memory: exactly what
+        the old code trained with, so this config must enable neither value_norm nor recurrent."""
         from envgen_jax.trainer.checkpoint import restore_checkpoint, saved_fields
         like = self.abstract_state(bank, rows, seeds)
         missing = [f for f in AGENT_FIELDS if f not in saved_fields(path)]
@@ -554,8 +546,7 @@ class Trainer:
                                f"recurrent; resume it with the settings it was started with"], what="PPO settings")
         names = [f.name for f in dataclasses.fields(like) if f.name not in missing]
         saved = restore_checkpoint(path, {name: getattr(like, name) for name in names})
-        fresh = self.init(bank, rows, seeds)
-        return fresh.replace(**saved)
+        return type(like)(**saved, hparams=self.hparams(count=len(self._seeds(seeds))), value_norm=None, memory=None)
 
     # -- one PPO update ---------------------------------------------------------------------------------------
     def _rollout(self, params, obs, env_state, memory, key, bank, rows):
