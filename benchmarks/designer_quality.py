@@ -1,9 +1,9 @@
 """How well an LLM designs environments: does it target the skills the agent is weak at, without copying?
 
-    python benchmarks/designer_quality.py --models smollm2-135m,qwen2.5-coder-1.5b      # the offline models
+    python benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --variants v2,v1          # new vs old
     python benchmarks/designer_quality.py --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
     python benchmarks/designer_quality.py --models smollm2-135m --tiny                  # a smoke run
-    python benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --variants current,with_example
+    python benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --variants v2_no_targets --resume
 
 Each designer answers a fixed set of feedback profiles (PROFILES), each asked --repeats times with sampling seeds
 0..K-1. Every request gets a fresh Designer. The first cycle calls `generate`. A feedback profile continues a
@@ -12,16 +12,25 @@ first-cycle kind: basic crafting, mining, survival, plants; for Heist mazes of s
 key chain), and calls `feedback(success, n)`: the turn a run sends in its second cycle. The earlier design targets
 each profile's weak skills with a quarter to half of its environments, so a designer has room to do better.
 
+Profiles (PROFILES): the first cycle, then each group of related skills weak in turn (Crafter: plants, wood tools,
+stone tools, the iron chain, combat, survival; Heist: keys, locks, gem).
+
 Per call: valid on the first try, repairs, failure, latency, prompt/completion tokens, and for each configuration:
 - targeting: it changes a setting that helps one of the profile's weak skills (envgen_jax.llm.targeting.helps: the
   skill's own levers and those of its direct prerequisites); not scored for the first cycle, which has no weak skill;
   the table also shows what the earlier design itself scores, i.e. what sending it back unchanged would get;
+- lift: targeting minus that score of the earlier design on the same profile (so changing everything at once does
+  not count as targeting), and specificity: the share of the settings it changes that serve a weak skill;
 - copying: it equals the example configuration that the prompt used to show (EXAMPLES), whether or not the variant
   shows it; and (feedback profiles) it repeats a configuration of the earlier design, which the feedback turn shows;
 - diversity: distinct configurations per call (2 identical out of 4 is 3/4);
 - consistency: its purpose matches what it changes (targeting.purpose_consistency; purposes naming nothing checkable
   are left out).
-Designer variants (--variants, see VARIANTS): `sampled_repairs` (as a run's designer works), `current` (the same with
+Designer variants (--variants, see VARIANTS): `v2` (the designer as a run asks it now: each environment names its
+targets first, the achievements are listed with what each needs, the earlier environments are described in words,
+a repeat of any earlier design and targets the settings do not serve go back once), `v2_greedy` (at temperature 0),
+the ablations `v2_no_targets`, `v2_no_needs` and `v2_json_history`, and `v1` (the designer of the first study). The
+first round's variants, all with v1's prompts: `sampled_repairs` (= v1), `current` (the same with
 repairs at the request's temperature, as before llm.repair_temperature), `basic_advice` (only repeated or
 unchanged environments sent back for repair), `no_advice` (every valid design accepted), and `with_example` (the old
 example environment after the output format, basic advice), so that one change can be measured at a time. Note that
@@ -60,9 +69,10 @@ from envgen_jax.llm.targeting import helps, purpose_consistency  # noqa: E402
 from envgen_jax.llm.transcript import read_transcript  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-DEFAULT_OUT = RESULTS / "designer_quality.json"
+DEFAULT_OUT = RESULTS / "designer_quality_v2.json"  # designer_quality.json: the first round's (old profiles)
 HEIST_WORLD_DIM = 13  # Procgen's hard mode, the default HeistEnv: configs whose maze does not fit go back for repair
-AIM = {"model": "qwen2.5-coder-1.5b", "targeting_at_least": 0.70, "copies_at_most": 0}
+AIM = {"model": "qwen2.5-coder-1.5b", "targeting_at_least": 0.70, "copies_at_most": 0, "lift_at_least": 0.25,
+       "per_env_targeting_at_least": 0.50, "repeats_at_most": 0.10}
 METRICS = {"targeting": "targets weak skills", "copying": "copies the example",
            "repeats_previous": "repeats the earlier design", "diversity": "distinct per call",
            "consistency": "purpose matches", "first_try_valid": "valid on the first try"}  # the plot's bars
@@ -93,13 +103,16 @@ BASE_RATES = {
               "open_lock_green": 70, "open_lock_red": 60, "collect_gem": 50},
 }
 WEAK_RATES = (0.0, 1.0, 0.5, 2.0)  # the weak skills' rates in turn: near 0%, not all equal
-PROFILES = {
+PROFILES = {  # each group of related skills weak in turn
     "crafter": {
         "first_cycle": Profile(),
+        "weak_plants": Profile(("collect_sapling", "place_plant", "eat_plant")),
+        "weak_wood_tools": Profile(("place_table", "make_wood_pickaxe", "make_wood_sword")),
+        "weak_stone_tools": Profile(("collect_stone", "place_stone", "make_stone_pickaxe", "make_stone_sword",
+                                     "place_furnace")),
         "weak_iron_diamond": Profile(("collect_iron", "make_iron_pickaxe", "make_iron_sword", "collect_diamond")),
         "weak_combat": Profile(("defeat_zombie", "defeat_skeleton")),
-        "weak_survival": Profile(("collect_drink", "eat_cow", "eat_plant", "wake_up")),
-        "all_but_diamond": Profile(("collect_diamond",)),
+        "weak_survival": Profile(("collect_drink", "eat_cow", "wake_up")),
     },
     "heist": {
         "first_cycle": Profile(),
@@ -166,9 +179,9 @@ def with_example(spec: EnvSpec, folder: Path) -> EnvSpec:
     """The old output format: the example environment right after it, in the generation and feedback prompts."""
     folder.mkdir(parents=True, exist_ok=True)
     shown = "\nFor example, one environment could be:\n" + json.dumps(EXAMPLES[spec.name])
-    for kind in ("generate", "feedback", "rules"):
+    for kind in ("generate", "feedback", "rules", "needs"):
         text = spec.read_template(kind)
-        if kind != "rules":
+        if kind in ("generate", "feedback"):
             text = text.replace("${output_format}", "${output_format}" + shown)
         (folder / f"{spec.name}_{kind}.txt").write_text(text, encoding="utf-8")
     return dataclasses.replace(spec, prompts_dir=folder)
@@ -182,20 +195,40 @@ class Variant:
     advice: str
     about: str
     repair_temperature: float | None = None  # LLMSettings.repair_temperature (None: the run's temperature)
+    llm: tuple = ()                          # further LLMSettings fields, as (name, value) pairs
+    temperature: float | None = None         # the request's temperature (None: --temperature)
+
+    def settings(self, base: LLMSettings) -> LLMSettings:
+        extra = dict(self.llm) | ({} if self.temperature is None else {"temperature": self.temperature})
+        return dataclasses.replace(base, advice=self.advice, repair_temperature=self.repair_temperature, **extra)
 
 
+# How the designer was asked before this round: achievements by name only, no targets, earlier designs as JSON.
+V1 = (("targets", False), ("needs", False), ("history", "json"))
+V2 = ()  # LLMSettings' defaults: targets, needs, summaries of the earlier environments
 VARIANTS: dict[str, Variant] = {
+    "v2": Variant(current, "all", "the designer as it runs now: targets first, achievements with their needs, earlier "
+                                  "environments in words with what the agent did inside, any earlier design's "
+                                  "repeat and unserved targets sent back once; repairs sampled at 0.7", 0.7, V2),
+    "v2_greedy": Variant(current, "all", "v2 at temperature 0 (as configs/study_cpu.yaml asks)", 0.7, V2, 0.0),
+    "v2_no_targets": Variant(current, "all", "v2 without the targets field", 0.7, (("targets", False),)),
+    "v2_no_needs": Variant(current, "all", "v2 with the achievements by name only", 0.7, (("needs", False),)),
+    "v2_json_history": Variant(current, "all", "v2 with the earlier environments as JSON", 0.7,
+                               (("history", "json"),)),
+    "v1": Variant(current, "all", "the designer of the first study (= sampled_repairs): no targets, achievements by "
+                                  "name, earlier environments as JSON", 0.7, V1),
+    # The first round's variants, all with the v1 prompts:
     "current": Variant(current, "all", "no example shown; repeated, unchanged, already-trained and "
                                        "purpose-mismatched environments sent back once; repairs at the request's "
-                                       "temperature (the designer before llm.repair_temperature)"),
+                                       "temperature (the designer before llm.repair_temperature)", llm=V1),
     "basic_advice": Variant(current, "duplicates", "no example shown; only repeated or unchanged environments "
-                                                   "sent back"),
+                                                   "sent back", llm=V1),
     "with_example": Variant(with_example, "duplicates", "the old prompt, one example environment shown; only "
-                                                        "repeated or unchanged environments sent back"),
-    "no_advice": Variant(current, "none", "no example shown; every valid design accepted as it is"),
+                                                        "repeated or unchanged environments sent back", llm=V1),
+    "no_advice": Variant(current, "none", "no example shown; every valid design accepted as it is", llm=V1),
     "sampled_repairs": Variant(current, "all", "the designer as it runs (llm.repair_temperature 0.7): `current` with "
                                                "repair turns sampled at 0.7, since a greedy small model answers a "
-                                               "repair turn with its previous reply", 0.7),
+                                               "repair turn with its previous reply", 0.7, V1),
 }
 
 
@@ -217,12 +250,12 @@ class Call:
         return dataclasses.astuple(self)
 
 
-def earlier_state(spec: EnvSpec, n: int) -> dict:
+def earlier_state(spec: EnvSpec, n: int, settings: LLMSettings | None = None) -> dict:
     """A designer state after one cycle: the generation prompt answered with the PREVIOUS design."""
     previous = PREVIOUS[spec.name][:n]
     reply = {"analysis": PREVIOUS_ANALYSIS, "environments": [{"purpose": p, "config": c} for p, c in previous]}
     return {"version": 1, "env": spec.name, "requests": 1, "mode": None, "calls": 0,
-            "messages": [{"role": "user", "content": generation_prompt(spec, n)},
+            "messages": [{"role": "user", "content": generation_prompt(spec, n, settings)},
                          {"role": "assistant", "content": json.dumps(reply)}],
             "configs": [c for _, c in previous], "purposes": [p for p, _ in previous]}
 
@@ -233,7 +266,8 @@ def ask(call: Call, spec: EnvSpec, settings: LLMSettings, n: int, transcript: Pa
     if profile.first_cycle:
         designer = Designer(spec, settings, transcript, client=client)
     else:
-        designer = Designer.from_state(earlier_state(spec, n), settings, transcript, env=spec, client=client)
+        designer = Designer.from_state(earlier_state(spec, n, settings), settings, transcript, env=spec,
+                                       client=client)
     try:
         if profile.first_cycle:
             designer.generate(n)
@@ -280,7 +314,8 @@ def _total(values: Iterable) -> int | None:
 
 
 # ----------------------------------------------------------------------------------------------- scoring
-SCORES = ("targeting", "helped_settings", "copies", "repeats_previous", "distinct", "consistent")
+SCORES = ("targeting", "helped_settings", "changed_settings", "baseline", "copies", "repeats_previous", "distinct",
+          "consistent")
 
 
 def score(record: dict, config_cls: type) -> dict:
@@ -292,7 +327,12 @@ def score(record: dict, config_cls: type) -> dict:
     example = config_cls.from_dict(EXAMPLES[record["env"]]["config"])
     previous = [config_cls.from_dict(c) for _, c in PREVIOUS[record["env"]]]
     helped = [helps(c, weak) for c in configs] if weak else None
+    original = config_cls.original()
+    changed = [[st.path for st in config_cls.schema() if getattr(c, st.name) != getattr(original, st.name)]
+               for c in configs]
     return {"targeting": [bool(h) for h in helped] if weak else None, "helped_settings": helped,
+            "changed_settings": changed,
+            "baseline": baseline_targeting(record["env"], PROFILES[record["env"]][record["profile"]]) if weak else None,
             "copies": [c == example for c in configs],
             "repeats_previous": [c in previous for c in configs] if weak else None,
             "distinct": len(set(configs)) / len(configs),
@@ -330,6 +370,12 @@ def summarise(records: list[dict]) -> dict:
         "repairs_per_call": _mean([r["repairs"] for r in records]),
         "configs": sum(len(r["configs"]) for r in ok),
         "targeting": _share(flat("targeting")), "copying": _share(flat("copies")),
+        # lift: targeting minus what sending the earlier design back would score on the same profiles (weighted by
+        # configurations); specificity: the share of changed settings that serve a weak skill.
+        "lift": _lift(ok),
+        "specificity": _share([path in helped for r in ok if r["helped_settings"] is not None
+                               for changed, helped in zip(r["changed_settings"], r["helped_settings"])
+                               for path in changed]),
         "repeats_previous": _share(flat("repeats_previous")),
         "diversity": _mean([r["distinct"] for r in ok]), "consistency": _share(flat("consistent")),
         "latency_s": _mean([r["latency_s"] for r in records if r["replies"]]),
@@ -337,6 +383,11 @@ def summarise(records: list[dict]) -> dict:
         "prompt_tokens": _mean([r["prompt_tokens"] for r in records]),
         "completion_tokens": _mean([r["completion_tokens"] for r in records]),
     }
+
+
+def _lift(ok: list[dict]) -> float | None:
+    scored = [(t, r["baseline"]) for r in ok if r["targeting"] is not None for t in r["targeting"]]
+    return statistics.fmean(t - b for t, b in scored) if scored else None
 
 
 def aggregate(records: list[dict]) -> dict:
@@ -351,16 +402,29 @@ def aggregate(records: list[dict]) -> dict:
     return out
 
 
-def aims(overall: list[dict]) -> list[dict]:
-    """The issue's aim for the 1.5B model, met or not, for every prompt variant measured."""
+def aims(overall: list[dict], by_env: list[dict] = (), by_profile: list[dict] = ()) -> list[dict]:
+    """The issue's aims for the 1.5B model, met or not, for every prompt variant measured: targeting, lift over
+    sending the earlier design back, targeting per game, repeats of the earlier design, no copies of the old
+    example, and every first-cycle design valid after repairs."""
     out = []
     for row in overall:
         if row["model"] != AIM["model"]:
             continue
-        targeting, copies = row["targeting"]["share"], row["copying"]["hits"]
+        key = (row["model"], row["variant"])
+        targeting, copies, lift = row["targeting"]["share"], row["copying"]["hits"], row.get("lift")
+        repeats = (row.get("repeats_previous") or {}).get("share")
+        per_env = {r["env"]: r["targeting"]["share"] for r in by_env if (r["model"], r["variant"]) == key}
+        first = [r for r in by_profile if (r["model"], r["variant"]) == key and r["profile"] == "first_cycle"]
         out.append({"model": row["model"], "variant": row["variant"], "targeting": targeting, "copies": copies,
+                    "lift": lift, "repeats": repeats, "targeting_per_env": per_env,
+                    "first_cycle_failures": sum(r["failures"] for r in first),
                     "targeting_met": targeting is not None and targeting >= AIM["targeting_at_least"],
-                    "copies_met": copies <= AIM["copies_at_most"]})
+                    "copies_met": copies <= AIM["copies_at_most"],
+                    "lift_met": lift is not None and lift >= AIM["lift_at_least"],
+                    "per_env_met": bool(per_env) and all(v is not None and v >= AIM["per_env_targeting_at_least"]
+                                                         for v in per_env.values()),
+                    "repeats_met": repeats is not None and repeats <= AIM["repeats_at_most"],
+                    "first_cycle_met": bool(first) and sum(r["failures"] for r in first) == 0})
     return out
 
 
@@ -371,6 +435,10 @@ def _pct(share: dict | None) -> str:
     return f"{100 * share['share']:.0f}% ({share['hits']}/{share['of']})"
 
 
+def _points(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.0f}"
+
+
 def _num(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
@@ -378,9 +446,9 @@ def _num(x: float | None, digits: int = 1) -> str:
 def markdown(result: dict) -> str:
     """The README table: per model x prompt x env and both envs together; targeting per profile; the aim."""
     agg = result["aggregates"]
-    head = ("| model | prompt | env | calls | valid 1st try | repairs/call | failed | targets weak skills | copies "
-            "example | repeats earlier design | distinct/call | purpose matches | latency s/call | tokens in / out |\n"
-            + "|---" * 14 + "|")
+    head = ("| model | prompt | env | calls | valid 1st try | repairs/call | failed | targets weak skills | lift | "
+            "specificity | copies example | repeats earlier design | distinct/call | purpose matches | latency s/call | "
+            "tokens in / out |\n" + "|---" * 16 + "|")
     envs = defaultdict(int)
     for r in agg["by_env"]:
         envs[r["model"], r["variant"]] += 1
@@ -388,7 +456,9 @@ def markdown(result: dict) -> str:
     rows.sort(key=lambda r: (r["model"], r["variant"], r["env"] == "both", r["env"]))
     lines = [head] + [
         f"| {r['model']} | {r['variant']} | {r['env']} | {r['calls']} | {_pct(r['first_try_valid'])} | "
-        f"{_num(r['repairs_per_call'], 2)} | {r['failures']} | {_pct(r['targeting'])} | {_pct(r['copying'])} | "
+        f"{_num(r['repairs_per_call'], 2)} | {r['failures']} | {_pct(r['targeting'])} | "
+        f"{_points(r.get('lift'))} | "
+        f"{_pct(r.get('specificity'))} | {_pct(r['copying'])} | "
         f"{_pct(r['repeats_previous'])} | {_num(r['diversity'], 2)} | {_pct(r['consistency'])} | "
         f"{_num(r['latency_s'])} | {_num(r['prompt_tokens'], 0)} / {_num(r['completion_tokens'], 0)} |" for r in rows]
     measured = {(r["env"], r["profile"]) for r in agg["by_profile"]}
@@ -408,12 +478,22 @@ def markdown(result: dict) -> str:
                   f"{s['repeats'] - 1}), {s['num_envs']} environments per call, up to {s['max_repairs']} repairs; "
                   f"latency (the LLM's time) and tokens per call, repairs included; repairs also answer the "
                   f"designer's advice on repeated or unchanged environments."]
+    lines.append("Lift: targeting minus what sending the earlier design back scores on the same profiles, in "
+                 "points; specificity: the share of changed settings that serve a weak skill.")
     for a in result["aims"]:
         met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
-        share = "n/a" if a["targeting"] is None else f"{100 * a['targeting']:.0f}%"
-        lines.append(f"Aim for {a['model']} ({a['variant']}): targeting >= {AIM['targeting_at_least']:.0%}: "
-                     f"{met(a['targeting_met'])} ({share}); no copies of the example: {met(a['copies_met'])} "
-                     f"({a['copies']} copies).")
+        pct = lambda x: "n/a" if x is None else f"{100 * x:.0f}%"  # noqa: E731
+        line = (f"Aim for {a['model']} ({a['variant']}): targeting >= {AIM['targeting_at_least']:.0%}: "
+                f"{met(a['targeting_met'])} ({pct(a['targeting'])}); no copies of the example: "
+                f"{met(a['copies_met'])} ({a['copies']} copies)")
+        if "lift" in a:
+            line += (f"; lift >= +{100 * AIM['lift_at_least']:.0f}: {met(a['lift_met'])} "
+                     f"({_points(a['lift'])}); each game >= "
+                     f"{AIM['per_env_targeting_at_least']:.0%}: {met(a['per_env_met'])} ("
+                     + ", ".join(f"{e} {pct(v)}" for e, v in a["targeting_per_env"].items())
+                     + f"); repeats <= {AIM['repeats_at_most']:.0%}: {met(a['repeats_met'])} ({pct(a['repeats'])}); "
+                     f"first cycle valid: {met(a['first_cycle_met'])} ({a['first_cycle_failures']} failed)")
+        lines.append(line + ".")
     if s.get("tiny"):
         lines.append("TINY RUN (--tiny): a smoke test of the machinery, not results.")
     return "\n".join(lines) + "\n"
@@ -462,7 +542,7 @@ def build_result(records: list[dict], settings: dict, environment: dict, models:
     return {"benchmark": "designer_quality", "environment": environment, "settings": settings, "models": models,
             "profiles": {e: {p: profile_info(e, prof) for p, prof in ps.items()} for e, ps in PROFILES.items()},
             "previous_design": {e: [{"purpose": p, "config": c} for p, c in d] for e, d in PREVIOUS.items()},
-            "examples": EXAMPLES, "aim": AIM, "aggregates": aggregates, "aims": aims(aggregates["overall"]),
+            "examples": EXAMPLES, "aim": AIM, "aggregates": aggregates, "aims": aims(aggregates["overall"], aggregates["by_env"], aggregates["by_profile"]),
             "prompts": prompts, "calls": scored}
 
 
@@ -477,13 +557,13 @@ def write(result: dict, out: Path, with_plot: bool = False) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------- running
-def prompt_text(spec: EnvSpec, env: str, profile: str, n: int) -> str:
+def prompt_text(spec: EnvSpec, env: str, profile: str, n: int, settings: LLMSettings | None = None) -> str:
     """The user turn a call sends (a feedback call sends it after the earlier turn of `earlier_state`)."""
     prof = PROFILES[env][profile]
     if prof.first_cycle:
-        return generation_prompt(spec, n)
+        return generation_prompt(spec, n, settings)
     previous = [spec.config_cls.from_dict(c) for _, c in PREVIOUS[env][:n]]
-    return feedback_prompt(spec, success_rates(env, prof), previous, n)
+    return feedback_prompt(spec, success_rates(env, prof), previous, n, settings=settings)
 
 
 def run_model(model: str, settings: LLMSettings, plan: dict, done: set, workdir: Path,
@@ -492,11 +572,13 @@ def run_model(model: str, settings: LLMSettings, plan: dict, done: set, workdir:
     for variant in plan["variants"]:
         for env in plan["envs"]:
             spec = VARIANTS[variant].prompts(base_spec(env), workdir / "prompts" / variant)
-            variant_settings = dataclasses.replace(settings, advice=VARIANTS[variant].advice,
-                                                   repair_temperature=VARIANTS[variant].repair_temperature)
+            variant_settings = VARIANTS[variant].settings(settings)
+            # A greedy variant answers every seed alike: one request per profile says all.
+            repeats = 1 if variant_settings.temperature == 0 else plan["repeats"]
             for profile in plan["profiles"][env]:
-                prompts[f"{env}/{profile}/{variant}"] = prompt_text(spec, env, profile, plan["num_envs"])
-                for repeat in range(plan["repeats"]):
+                prompts[f"{env}/{profile}/{variant}"] = prompt_text(spec, env, profile, plan["num_envs"],
+                                                                    variant_settings)
+                for repeat in range(repeats):
                     call = Call(model, variant, env, profile, repeat)
                     if call.key in done:
                         continue
@@ -560,8 +642,8 @@ def parse_args(argv=None):
     ap.add_argument("--model", help="the endpoint's model name (with --base-url)")
     ap.add_argument("--env", default="crafter,heist", help="comma list (default crafter,heist)")
     ap.add_argument("--profiles", help="comma list of profile names (default: all of each env's; see PROFILES)")
-    ap.add_argument("--variants", "--variant", default="sampled_repairs", help=f"prompt variants, comma list: "
-                    f"{', '.join(VARIANTS)} (default sampled_repairs: the designer as it runs)")
+    ap.add_argument("--variants", "--variant", default="v2", help=f"prompt variants, comma list: "
+                    f"{', '.join(VARIANTS)} (default v2: the designer as a run asks it)")
     ap.add_argument("--repeats", type=int, default=3, help="requests per profile, seeds 0..K-1 (default 3)")
     ap.add_argument("--temperature", type=float, default=0.7,
                     help="sampling temperature (default 0.7, so that repeats differ; runs use 0)")

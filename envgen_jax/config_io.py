@@ -249,3 +249,36 @@ def load_yaml(path: str | Path) -> dict:
     if not isinstance(data, Mapping):
         raise ConfigError([f"{path}: expected a mapping of settings at the top level"], what="run configuration")
     return dict(data)
+
+
+def load_config_file(path: str | Path, _chain: tuple[Path, ...] = ()) -> dict:
+    """A run configuration file with its `extends:` resolved: `extends: base/crafter.yaml` (a path relative to the
+    file) reads that file first (itself possibly extending another), then this file's settings go over it, section
+    by section (`ppo: {lr: 1e-3}` changes the base's learning rate and keeps the rest of its `ppo`)."""
+    path = Path(path)
+    data = load_yaml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str) or not parent.strip():
+        raise ConfigError([f"{path}: extends: expected the path of a run configuration file, got {parent!r}"],
+                          what="run configuration")
+    base_path = (path.parent / parent).resolve()
+    chain = (*_chain, path.resolve())
+    if base_path in chain:
+        loop = " -> ".join(str(p) for p in (*chain, base_path))
+        raise ConfigError([f"{path}: extends: {parent!r} makes a loop ({loop})"], what="run configuration")
+    if not base_path.is_file():
+        raise ConfigError([f"{path}: extends: {parent!r}: no such file ({base_path})"], what="run configuration")
+    return merge_settings(load_config_file(base_path, chain), data)
+
+
+def merge_settings(base: Mapping, over: Mapping) -> dict:
+    """`over` on top of `base`: mappings merge key by key, any other value (lists included) replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_settings(out[key], value)
+        else:
+            out[key] = value
+    return out

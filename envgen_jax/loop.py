@@ -35,7 +35,7 @@ from envgen_jax.methods.base import DesignContext
 from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
 from envgen_jax.plan import Phase, build_plan, first_training_where, phase_label, train_updates
 from envgen_jax.rows import ORIGINAL_ROW, assign_rows
-from envgen_jax.report import selection_summary, write_report
+from envgen_jax.report import environment_learning, selection_summary, write_report
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.run_log import RunLog, logger, nan_to_none
 from envgen_jax.schema import ConfigError
@@ -147,7 +147,7 @@ class EnvGenRun:
         # Drop chunks recorded after the checkpoint we start from (all of them when a killed run had none yet).
         self.records.truncate(self.state.metrics_lines)
         total_steps = train_updates(self.plan) * self.cfg.steps_per_update
-        self.log.info(f"envgen-jax: {self.cfg.method} on {self.cfg.env}, {self.cfg.seeds} seed(s), "
+        self.log.info(f"envgen-jax: {self.cfg.method} on {self.cfg.env}, {self.cfg.num_agents} agent(s), "
                       f"{total_steps:,} env steps per seed, output in {self.out}")
         with self.callbacks.section("init"):
             ts = jax.block_until_ready(self._initial_train_state())
@@ -189,14 +189,14 @@ class EnvGenRun:
     def _initial_train_state(self):
         bank, rows = self._bank_and_rows(self._state_where())
         if self._resume_from is not None:
-            ts = self.trainer.restore(self._resume_from, bank, rows)
+            ts = self.trainer.restore(self._resume_from, bank, rows, seeds=self.cfg.agent_seeds)
         else:
-            ts = self.trainer.init(bank, rows)
+            ts = self.trainer.init(bank, rows, seeds=self.cfg.agent_seeds, hparams=self.cfg.agent_hparams)
         if jax.device_count() > 1:  # every local device (or every host's, after jax.distributed.initialize())
             from envgen_jax.trainer.sharding import layout, shard_train_state
             ts = shard_train_state(ts, self.cfg.ppo.num_envs)
             self.log.info(f"spread over {jax.device_count()} devices by "
-                          f"{layout(self.cfg.seeds, self.cfg.ppo.num_envs, jax.device_count())}")
+                          f"{layout(self.cfg.num_agents, self.cfg.ppo.num_envs, jax.device_count())}")
         return ts
 
     def _state_where(self) -> str:
@@ -224,7 +224,8 @@ class EnvGenRun:
                             n=self.cfg.schedule.envs_per_call, num_designers=self.cfg.num_designers,
                             feedback=self._feedback(cycle), previous=self.state.designs,
                             config_cls=self.config_cls, designers=self._get_designers, on_llm_call=on_llm_call,
-                            status=bar.set_postfix_str, learnability_notes=self._learnability_notes())
+                            status=bar.set_postfix_str, learnability_notes=self._learnability_notes(),
+                            inside=self._inside(cycle))
         result = self.method.design(ctx)
         if isinstance(result, dict):  # a whole record (e.g. fixed reusing cycle 1's): nothing new to write
             self.state.designs.append(result)
@@ -243,6 +244,19 @@ class EnvGenRun:
             return [{a: (100 * _nz(last["success_mean"][a]), 100 * _nz(last["success_std"][a])) for a in names}]
         return [{a: (100 * _nz(per_seed[j]), 0.0) for j, a in enumerate(names)}
                 for per_seed in last["success_per_seed"]]
+
+    def _inside(self, cycle: int) -> list | None:
+        """Per designer, per environment of the previous cycle's design: the agent's success (%) per achievement
+        inside it, from that cycle's training episodes (report.py's environment_learning); None if not measured."""
+        if cycle == 0:
+            return None
+        entry = next((e for e in environment_learning(self.state, self.env.achievement_names)
+                      if e["cycle"] == cycle - 1), None)
+        if entry is None:
+            return None
+        envs = [env["success"] for env in entry["environments"]]
+        per = len(envs) // self.cfg.num_designers
+        return [envs[d * per:(d + 1) * per] for d in range(self.cfg.num_designers)]
 
     def _learnability_notes(self) -> list | None:
         """What the latest learnability selection measured, as notes for the designers (envgen_sfl), or None."""
@@ -307,7 +321,7 @@ class EnvGenRun:
         llm = self._llm_configs() if where in ("llm", "mixed") else []
         bank = self.env.make_params([self.config_cls.original(), *llm], capacity=self.cfg.bank_rows)
         s = self.cfg.schedule
-        rows = assign_rows(where, self.cfg.ppo.num_envs, self.cfg.seeds, self.cfg.num_designers, s.envs_per_call,
+        rows = assign_rows(where, self.cfg.ppo.num_envs, self.cfg.num_agents, self.cfg.num_designers, s.envs_per_call,
                            s.original_share, bool(llm))
         return bank, rows
 
@@ -343,7 +357,7 @@ class EnvGenRun:
                 self._accumulate_env_learning(phase, metrics.rows)
             if self._compiled:
                 bar.update(steps)
-                bar.set_postfix_str(f"{steps * self.cfg.seeds / seconds:,.0f} steps/s")
+                bar.set_postfix_str(f"{steps * self.cfg.num_agents / seconds:,.0f} steps/s")
             else:
                 _count_steps_not_time(bar, steps)
                 bar.set_postfix_str(f"compiled and ran the first chunk in {seconds:.0f}s")
@@ -368,7 +382,7 @@ class EnvGenRun:
         """The latest selection's training distribution [S, K]; before any, the original game."""
         if self.state.row_weights:
             return np.asarray(self.state.row_weights, np.float32)
-        w = np.zeros((self.cfg.seeds, self.cfg.bank_rows), np.float32)
+        w = np.zeros((self.cfg.num_agents, self.cfg.bank_rows), np.float32)
         w[:, ORIGINAL_ROW] = 1.0
         return w
 
@@ -391,7 +405,7 @@ class EnvGenRun:
         key = jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), 5000 + len(self.state.selections))
         last_eval = self.state.evals[-1]["success_per_seed"] if self.state.evals else None
         mastered = (learnability.mastered_from(np.asarray(last_eval, np.float64), self.cfg.ued.mastered_at)
-                    if last_eval is not None else np.zeros((self.cfg.seeds, len(self.env.achievement_names)), bool))
+                    if last_eval is not None else np.zeros((self.cfg.num_agents, len(self.env.achievement_names)), bool))
         m = learnability.measure(self.learn_evaluator, ts.params, bank, np.arange(1, self.cfg.bank_rows),
                                  self.cfg.ued.rollouts_per_level, key, mastered)
         p, measured, learn = m["p"], m["measured"], m["learnability"]
@@ -450,7 +464,7 @@ class EnvGenRun:
             # restarts that reused the slot's previous world (no fresh spare ready): see envs/vector.py
             "stale_resets_per_seed": np.asarray(pooled.stale_resets).tolist(),
             "length_per_seed": nan_to_none(lengths),
-            "steps_per_second": steps * self.cfg.seeds / seconds, "seconds": seconds,
+            "steps_per_second": steps * self.cfg.num_agents / seconds, "seconds": seconds,
             "losses": {k: float(np.mean(v)) for k, v in vars(metrics.losses).items()},
         }
         if self.level_sampler is not None and phase.where == getattr(self.method, "WHERE", None):

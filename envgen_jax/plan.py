@@ -87,7 +87,7 @@ def phase_costs(cfg) -> list[PhaseCost]:
                                    updates=phase.updates, chunks=phase.updates // s.updates_per_chunk,
                                    llm_slots=cfg.ppo.num_envs, llm_rows=candidates))
         else:
-            rows = assign_rows(phase.where, cfg.ppo.num_envs, cfg.seeds, cfg.num_designers, s.envs_per_call,
+            rows = assign_rows(phase.where, cfg.ppo.num_envs, cfg.num_agents, cfg.num_designers, s.envs_per_call,
                                s.original_share, has_llm_configs=True)
             one_seed = np.atleast_2d(rows)[0]  # every seed uses as many rows and slots (its own, per designer)
             designed = one_seed[one_seed != ORIGINAL_ROW]
@@ -104,6 +104,8 @@ def describe_plan(cfg) -> str:
     s, costs = cfg.schedule, phase_costs(cfg)
     columns = f"  {'phase':<28}{'kind':<10}{'env steps':>11}{'updates':>9}{'chunks':>8}{'LLM calls':>11}  env slots"
     seeds = f"seed {cfg.seed}" if cfg.seeds == 1 else f"seeds {cfg.seed}-{cfg.seed + cfg.seeds - 1}"
+    if cfg.sweep.points() != [{}]:
+        seeds += f" for each of {len(cfg.sweep.points())} sweep combinations ({cfg.num_agents} agents)"
     lines = [f"Plan of {cfg.method} on {cfg.env}, {seeds}, {_count(s.cycles, 'cycle')} (numbers per seed):", "",
              columns]
     for c in costs:
@@ -118,7 +120,7 @@ def describe_plan(cfg) -> str:
     size = checkpoint_bytes(cfg)
     lines += [
         "",
-        f"env steps:   {steps:,} per seed ({scored:,} of them scored), {steps * cfg.seeds:,} over all seeds",
+        f"env steps:   {steps:,} per seed ({scored:,} of them scored), {steps * cfg.num_agents:,} over all agents",
         f"PPO updates: {updates:,} in {chunks:,} compiled chunks of {s.updates_per_chunk}; an update is "
         f"{cfg.ppo.num_envs} envs x {cfg.ppo.num_steps} steps = {cfg.steps_per_update:,} env steps",
         f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "

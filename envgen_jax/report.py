@@ -80,12 +80,30 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         "environments": state.designs,
         "environment_learning": environment_learning(state, names),
     }
+    if cfg.sweep.points() != [{}]:
+        report["sweep"] = sweep_summary(cfg, summary)
     if getattr(state, "selections", None):  # sfl, envgen_sfl: what each learnability selection measured and chose
         report["learnability_selections"] = [selection_summary(sel) for sel in state.selections]
     plots = plot_run(out, state, names, cfg.schedule.cycles)
     (out / "report.md").write_text(_markdown(report, names, plots))
     (out / "report.json").write_text(json.dumps(report, indent=2))
     return report
+
+
+def sweep_summary(cfg, summary: dict) -> list[dict]:
+    """Per sweep combination: its settings, its agents' labels, and score and reward mean +/- std over its seeds
+    (the agents are ordered combination-major: `RunConfig.agent_seeds`)."""
+    out = []
+    for i, point in enumerate(cfg.sweep.points()):
+        agents = slice(i * cfg.seeds, (i + 1) * cfg.seeds)
+        per = {k: [np.nan if v is None else v for v in summary.get(f"{k}_per_seed", [])][agents]
+               for k in ("score", "reward")}
+        (score, score_std), (reward, reward_std) = _ms(per["score"]), _ms(per["reward"])
+        out.append({"settings": point, "agents": cfg.agent_labels[agents],
+                    "score": nan_to_none(score), "score_std": nan_to_none(score_std),
+                    "score_per_seed": [nan_to_none(v) for v in per["score"]],
+                    "reward": nan_to_none(reward), "reward_std": nan_to_none(reward_std)})
+    return out
 
 
 def _pm(m, s, digits=1) -> str:
@@ -102,6 +120,12 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
              "| model | LLM calls | score % | reward | scored episodes per seed |", "|---|---|---|---|---|",
              f"| this run: {r['method']} | {r['llm_calls']} | {_pm(r['score'], r['score_std'])} | "
              f"{_pm(r['reward'], r['reward_std'])} | {', '.join(str(e) for e in r['episodes_per_seed'])} |"]
+    if r.get("sweep"):
+        lines += ["", f"The {len(r['sweep'])} sweep combinations, each over its {r['seeds']} seed(s) (the row above "
+                  "pools every agent):", "", "| settings | score % | reward | score per seed |", "|---|---|---|---|"]
+        lines += [f"| {', '.join(f'{k} {v:g}' for k, v in p['settings'].items())} | {_pm(p['score'], p['score_std'])} "
+                  f"| {_pm(p['reward'], p['reward_std'], 2)} | "
+                  f"{', '.join('n/a' if v is None else f'{v:.1f}' for v in p['score_per_seed'])} |" for p in r["sweep"]]
     if games.get(r["env"]).score_is_crafter:
         lines += ["", "For reference, the paper's Table 1 (PPO agent, 4M params, pixels, 1M scored steps):", "",
                   "| model | score % | reward |", "|---|---|---|"]

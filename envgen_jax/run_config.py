@@ -9,16 +9,17 @@ actually taken.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from pathlib import Path
 from typing import Literal, Sequence
 
-from envgen_jax.config_io import apply_overrides, choice_problems, from_mapping, load_yaml, to_mapping
+from envgen_jax.config_io import apply_overrides, choice_problems, from_mapping, load_config_file, to_mapping
 from envgen_jax import games, methods
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.level_sampler import LevelSampler
-from envgen_jax.trainer.ppo import PPOConfig
+from envgen_jax.trainer.ppo import HYPERPARAMS, PPOConfig
 
 METHODS = methods.METHODS
 ENVS = games.NAMES
@@ -163,6 +164,28 @@ class UEDConfig(LevelSampler):
 
 
 @dataclasses.dataclass(frozen=True)
+class SweepConfig:
+    """PPO settings that change no shape, each given as a list of values: the run trains every combination (the
+    grid) x `seeds` agents, vmapped in one compiled program (the values are traced, so nothing recompiles), and the
+    report gives each combination's mean +/- std over its seeds. A setting left empty keeps its `ppo.` value.
+
+        sweep: {lr: [1.0e-4, 3.0e-4, 1.0e-3]}      # with seeds: 4 -> 12 agents in one program
+    """
+
+    lr: tuple[float, ...] = ()
+    gamma: tuple[float, ...] = ()
+    gae_lambda: tuple[float, ...] = ()
+    clip_eps: tuple[float, ...] = ()
+    ent_coef: tuple[float, ...] = ()
+    vf_coef: tuple[float, ...] = ()
+
+    def points(self) -> list[dict[str, float]]:
+        """Every combination of the listed values, in field order ([{}] without a sweep)."""
+        swept = {name: values for name in HYPERPARAMS if (values := getattr(self, name))}
+        return [dict(zip(swept, combo)) for combo in itertools.product(*swept.values())]
+
+
+@dataclasses.dataclass(frozen=True)
 class RunConfig:
     env: str = "crafter"
     """the game: crafter | heist"""
@@ -183,9 +206,15 @@ class RunConfig:
     llm: LLMSettings = LLMSettings()
     output: OutputConfig = OutputConfig()
     ued: UEDConfig = UEDConfig()
+    sweep: SweepConfig = SweepConfig()
 
     def __post_init__(self):
         problems = choice_problems(self, "")
+        for point in self.sweep.points():  # each combination must be a valid PPO setting (ppo's own checks)
+            try:
+                dataclasses.replace(self.ppo, **point)
+            except ConfigError as e:
+                problems += [p.replace('ppo.', 'sweep.', 1) for p in e.problems]
         if self.env not in ENVS:
             problems.append(f"env: {self.env!r} is not one of {', '.join(ENVS)}")
         if self.method not in METHODS:
@@ -202,7 +231,29 @@ class RunConfig:
 
     @property
     def trainer_ppo(self) -> PPOConfig:
-        return dataclasses.replace(self.ppo, num_seeds=self.seeds, seed=self.seed)
+        return dataclasses.replace(self.ppo, num_seeds=self.num_agents, seed=self.seed)
+
+    @property
+    def num_agents(self) -> int:
+        """Agents trained side by side: `seeds` for each combination of the sweep (just `seeds` without one)."""
+        return len(self.sweep.points()) * self.seeds
+
+    @property
+    def agent_seeds(self) -> list[int]:
+        """Each agent's seed: seed .. seed + seeds - 1, repeated for each sweep combination."""
+        return [self.seed + i for _ in self.sweep.points() for i in range(self.seeds)]
+
+    @property
+    def agent_hparams(self) -> dict[str, list[float]]:
+        """Each agent's swept PPO settings (name -> one value per agent; empty without a sweep)."""
+        points = self.sweep.points()
+        return {name: [p[name] for p in points for _ in range(self.seeds)] for name in points[0]}
+
+    @property
+    def agent_labels(self) -> list[str]:
+        """'lr 0.0001, seed 0' for each agent (just 'seed 0' without a sweep)."""
+        return [", ".join([*(f"{k} {v:g}" for k, v in p.items()), f"seed {self.seed + i}"])
+                for p in self.sweep.points() for i in range(self.seeds)]
 
     @property
     def uses_llm(self) -> bool:
@@ -214,8 +265,8 @@ class RunConfig:
 
     @property
     def num_designers(self) -> int:
-        """LLM designers: one per seed with `schedule.feedback: per_seed`, else one for all seeds."""
-        return self.seeds if self.schedule.feedback == "per_seed" else 1
+        """LLM designers: one per agent (seed) with `schedule.feedback: per_seed`, else one for all agents."""
+        return self.num_agents if self.schedule.feedback == "per_seed" else 1
 
     @property
     def bank_rows(self) -> int:
@@ -225,6 +276,13 @@ class RunConfig:
         if hasattr(method, "bank_rows"):
             return method.bank_rows(self)
         return 1 + self.schedule.envs_per_call * self.num_designers
+
+    def cycle_updates(self) -> int:
+        """PPO updates of one cycle's pretraining, whatever the method: its two phases (llm_env_steps, then
+        original_env_steps) each rounded up to whole chunks, so a method that trains them as one phase (ppo, plr,
+        sfl, mixing: mixed) takes exactly as many steps as one that trains them apart."""
+        s = self.schedule
+        return self.updates_for(s.llm_env_steps) + self.updates_for(s.original_env_steps)
 
     def updates_for(self, steps: int) -> int:
         """PPO updates for `steps` env steps, rounded up to whole chunks (0 steps -> 0 updates)."""
@@ -238,8 +296,9 @@ class RunConfig:
 
 
 def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
-    """Read a YAML run configuration and apply `--set` overrides; every problem is reported at once."""
-    data = load_yaml(path) if path else {}
+    """Read a YAML run configuration (with its `extends:` chain) and apply `--set` overrides; every problem is
+    reported at once."""
+    data = load_config_file(path) if path else {}
     problems: list[str] = []
     config = from_mapping(RunConfig, apply_overrides(data, overrides, problems), problems=problems)
     if problems:  # a wrong --set string is reported with the settings' problems

@@ -76,7 +76,8 @@ def test_calls_are_fresh_designers_with_seeds_and_the_earlier_turn(run):
         ("first_cycle", 0, True, 1), ("first_cycle", 1, True, 2),
         ("weak_iron_diamond", 0, True, 1), ("weak_iron_diamond", 1, False, 2)]
     assert calls[3]["error"].startswith("DesignError") and calls[3]["configs"] is None
-    assert [k["seed"] for k in client.calls] == [0, 1, 1, 0, 1, 1] and client.calls[0]["temperature"] == 0.5
+    # Each request's seed: the repeat + 1000 x the designer's earlier requests + the try (feedback calls follow one).
+    assert [k["seed"] for k in client.calls] == [0, 1, 2, 1000, 1001, 1002] and client.calls[0]["temperature"] == 0.5
     assert [m["role"] for m in client.calls[0]["messages"]] == ["user"]
     feedback = client.calls[3]["messages"]
     assert [m["role"] for m in feedback] == ["user", "assistant", "user"]
@@ -96,8 +97,10 @@ def test_outputs_are_written(run):
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = out.with_suffix(".md").read_text()
     assert table == dq.markdown(outcome["result"])
-    assert ("| fake | basic_advice | crafter | 4 | 50% (2/4) | 0.50 | 1 | 50% (2/4) | 25% (3/12) | 25% (1/4) | 0.92 | "
-            "73% (8/11) |") in table
+    # Lift +0: the earlier design also targets iron 2/4; specificity 3/5: iron_rarity and stone_pickaxe (served),
+    # sapling (not), less iron (not), iron_pickaxe (diamond).
+    assert ("| fake | basic_advice | crafter | 4 | 50% (2/4) | 0.50 | 1 | 50% (2/4) | +0 | 60% (3/5) | 25% (3/12) | "
+            "25% (1/4) | 0.92 | 73% (8/11) |") in table
     # Sending the earlier design back would target iron 2/4: wood for the iron tools, a mountain rich in coal.
     assert "| (the earlier design sent back) | | 50% |" in table
     assert '"tree_rarity": "very common"' not in data["prompts"]["crafter/first_cycle/basic_advice"]

@@ -100,8 +100,9 @@ def test_feedback_continues_the_conversation(tmp_path):
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"] == GOOD
     assert "collect_diamond: 1% +/- 1%" in sent[2]["content"]
-    for c in first:
-        assert json.dumps(c.to_dict(only_changed=True)) in sent[2]["content"]
+    for i, c in enumerate(first):  # llm.history "summary": each earlier environment in words, marked as tried
+        changed = [f"{k} = {json.dumps(v) if isinstance(v, bool) else v}" for sec in c.to_dict(only_changed=True).values() for k, v in sec.items()]
+        assert f"Environment {i + 1} (tried): {', '.join(changed)}." in sent[2]["content"]
     assert "You control the following settings" not in sent[2]["content"]  # rules are not re-sent mid-conversation
     assert len(designer.messages) == 4 and designer.requests == 2
 
@@ -112,7 +113,7 @@ def test_feedback_first_includes_generation_prompt(tmp_path):
     designer.feedback({k: v[0] for k, v in SUCCESS.items()}, 4, previous=previous)
     text = client.calls[0]["messages"][0]["content"]
     assert "You control the following settings" in text
-    assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text
+    assert "Environment 1 (tried): target_biome = mountain." in text
 
 
 def test_bad_success_rates_are_rejected_before_calling(tmp_path):
@@ -288,7 +289,8 @@ def test_spec_check_problems_are_repaired(tmp_path):
 def test_ask_sends_a_custom_turn_with_the_same_machinery(tmp_path):
     from envgen_jax.methods import adversarial, easy_to_hard
 
-    designer, client, _ = make(tmp_path, ["not json", GOOD, GOOD_3, GOOD])
+    other = design_json(varied_configs(CrafterConfig, 4, offset=9))  # a repeat of an earlier design would go back
+    designer, client, _ = make(tmp_path, ["not json", GOOD, GOOD_3, other])
     configs, _ = designer.ask("Design 4 easy environments as JSON.", 4, kind="easy_to_hard")
     assert len(configs) == 4 and client.calls[0]["messages"] == [
         {"role": "user", "content": "Design 4 easy environments as JSON."}]
@@ -334,7 +336,7 @@ def test_repeats_of_the_trained_design_and_unkept_purposes_go_back_once(tmp_path
     configs, _ = designer.feedback({a: 10.0 for a in CRAFTER_ACHIEVEMENTS}, 2)
     assert configs[1] == CrafterConfig.from_dict(sword) and len(client.calls) == 3
     repair = client.calls[2]["messages"][-1]["content"]
-    assert "environments[0].config repeats environment 2 the agent already trained in" in repair
+    assert "environments[0].config repeats environment 2 of your last design, which the agent already trained in" in repair
     assert "environments[1]: the purpose does not match the config: it promises sword" in repair
     # advice "duplicates" (and "none") accept the same reply as it is
     for checks in ("duplicates", "none"):
@@ -354,3 +356,69 @@ def test_request_timeout_defaults_to_the_backend(monkeypatch):
     assert LLMSettings(backend="local", timeout_s=30).request_timeout_s == 30
     with pytest.raises(Exception, match="llm.timeout_s"):
         LLMSettings(timeout_s=0)
+
+
+def _with_targets(configs, targets, purposes=None):
+    reply = json.loads(design_json(configs, purposes))
+    for env, aims in zip(reply["environments"], targets):
+        env["targets"] = aims
+    return json.dumps(reply)
+
+
+def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
+    """llm.targets: each environment names 1-3 achievements (schema enum) before its config; unknown names are
+    repaired like any invalid value; targets the config gives nothing for go back once, naming settings that help."""
+    iron = {"environment_settings": {"target_biome": "mountain", "iron_rarity": "very common"},
+            "inventory_settings": {"stone_pickaxe": 1}}
+    unserved = _with_targets([iron, {"creature_settings": {"cows": "very common"}}],
+                             [["collect_iron"], ["defeat_zombie"]])
+    unknown = _with_targets([iron, iron], [["mine_iron"], []])
+    good = _with_targets([iron, {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}],
+                         [["collect_iron"], ["defeat_zombie"]])
+    designer, client, _ = make(tmp_path, [unknown, unserved, good])
+    configs, _ = designer.generate(2)
+    item = client.calls[0]["response_format"]["json_schema"]["schema"]["properties"]["environments"]["items"]
+    assert list(item["properties"]) == ["targets", "purpose", "config"] == item["required"]
+    assert item["properties"]["targets"]["items"]["enum"] == list(CRAFTER_ACHIEVEMENTS)
+    first_repair = client.calls[1]["messages"][-1]["content"]
+    assert "environments[0].targets: 'mine_iron' not in the list" in first_repair
+    assert "environments[1].targets: expected a list of 1 to 3 names" in first_repair
+    second_repair = client.calls[2]["messages"][-1]["content"]
+    assert "environments[1] targets defeat_zombie, but its config changes nothing that helps it" in second_repair
+    assert "zombies" in second_repair and "wood_sword" in second_repair and "collect_iron" not in second_repair
+    assert designer.targets == [["collect_iron"], ["defeat_zombie"]] and configs[1].wood_sword == 1
+    # The next feedback turn shows what each earlier environment was meant to train.
+    designer2, client2, _ = make(tmp_path / "b", [good, _with_targets(varied_configs(CrafterConfig, 2, offset=3),
+                                                                      [["collect_wood"], ["collect_stone"]])])
+    designer2.generate(2)
+    designer2.feedback(SUCCESS, 2, inside=[{"collect_iron": 30.0}, None])
+    turn = client2.calls[1]["messages"][-1]["content"]
+    assert "It was meant to train collect_iron. Inside it the agent unlocked collect_iron 30%" in turn
+    assert "It was meant to train defeat_zombie." in turn
+    # Off: the reply has no targets key, and one is an unknown key.
+    off = LLMSettings(**{**SETTINGS.to_dict(), "targets": False})
+    designer3, client3, _ = make(tmp_path / "c", [good, design_json([iron, {"inventory_settings": {"wood": 2}}])],
+                                 settings=off)
+    designer3.generate(2)
+    schema = client3.calls[0]["response_format"]["json_schema"]["schema"]
+    assert "targets" not in schema["properties"]["environments"]["items"]["properties"]
+    assert "environments[0].targets: unknown key" in client3.calls[1]["messages"][-1]["content"]
+
+
+def test_every_request_has_its_own_seed_and_repeats_of_any_earlier_design_go_back(tmp_path):
+    settings = LLMSettings(**{**SETTINGS.to_dict(), "seed": 5, "temperature": 0.8})
+    one, two, three = (design_json(varied_configs(CrafterConfig, 2, offset=k)) for k in (0, 2, 4))
+    designer, client, _ = make(tmp_path, [one, two, one, three], settings=settings)
+    designer.generate(2)
+    designer.feedback(SUCCESS, 2)
+    designer.feedback(SUCCESS, 2)  # its first reply repeats the first cycle's design, two cycles back
+    assert [(c["temperature"], c["seed"]) for c in client.calls] == [(0.8, 5), (0.8, 1005), (0.8, 2005), (0.7, 2006)]
+    repair = client.calls[3]["messages"][-1]["content"]
+    assert "environments[0].config repeats environment 1 of your design number 1" in repair
+    # The history is checkpointed with the conversation; states from before it read the last design as history.
+    state = designer.state_dict()
+    assert len(state["history"]) == 3
+    restored = Designer.from_state(state, settings, client=ScriptedClient([one]))
+    assert restored.history == designer.history
+    old = {k: v for k, v in state.items() if k not in ("history", "targets")}
+    assert Designer.from_state(old, settings).history == [designer.configs]

@@ -7,6 +7,7 @@ import pytest
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import prompts
 from envgen_jax.llm.errors import LLMError
+from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS, EnvSpec, get_env_spec
 
 SPEC = get_env_spec("crafter")
@@ -26,8 +27,11 @@ def test_generation_prompt_lists_every_setting_value_and_achievement():
         assert s.describe() in text  # the validator's own wording, verbatim
         for choice in s.choices or ():
             assert repr(choice) in text
-    for name in CRAFTER_ACHIEVEMENTS:
-        assert f"\n{name}\n" in text or text.endswith(name)
+    needs = SPEC.needs()
+    for name in CRAFTER_ACHIEVEMENTS:  # each with what it needs (llm.needs), or bare with needs off
+        assert f"\n{name}: needs {needs[name]}\n" in text
+        assert f"\n{name}\n" in prompts.generation_prompt(SPEC, 4, LLMSettings(needs=False))
+    assert "stone pickaxe in hand" in needs["collect_iron"] and "2 wood" in needs["place_table"]
     for rule in ("only drink water", "wood pickaxe", "stone pickaxe", "iron pickaxe", "table", "furnace",
                  "Skeletons", "Zombies", "Sleeping", "mountains"):
         assert rule in text, rule
@@ -75,8 +79,18 @@ def test_feedback_prompt_has_scores_and_previous_configs():
     assert "collect_stone: 20% +/- 1.5%" in text
     for name in CRAFTER_ACHIEVEMENTS:
         assert f"{name}: " in text
-    assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text
-    assert "Environment 2: {}" in text
+    # llm.history "summary" (the default): settings in words, marked as tried, with targets and what the agent
+    # unlocked inside each; "json": the configurations as the paper showed them.
+    assert "Environment 1 (tried): target_biome = mountain." in text
+    assert "Environment 2 (tried): the original game." in text and '{"environment_settings"' not in text
+    text_json = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3, settings=LLMSettings(history="json"))
+    assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text_json
+    assert "Environment 2: {}" in text_json
+    inside = [{"collect_stone": 62.5, "collect_coal": 0.4, "place_stone": 12.0}, {"collect_wood": None}]
+    told = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3, targets=[["collect_stone"], []], inside=inside)
+    assert ("Environment 1 (tried): target_biome = mountain. It was meant to train collect_stone. Inside it the agent "
+            "unlocked collect_stone 62%, place_stone 12%; anything else in under 1% of its episodes.") in told
+    assert "Environment 2 (tried): the original game. No episode finished in it" in told
     assert "exactly 3 environments" in text and "wake_up" in text
     assert "controllable" not in text and "You control the following settings" not in text
     first = prompts.feedback_prompt(SPEC, SUCCESS, [], 3, with_generation=True)
@@ -101,7 +115,7 @@ def test_small_percentages_keep_a_decimal():
 
 
 def test_edited_template_must_keep_required_fields(tmp_path):
-    for kind in ("generate", "feedback", "rules"):
+    for kind in ("generate", "feedback", "rules", "needs"):
         (tmp_path / f"crafter_{kind}.txt").write_text(SPEC.read_template(kind))
     spec = EnvSpec("crafter", "Crafter", CrafterConfig, CRAFTER_ACHIEVEMENTS, prompts_dir=tmp_path)
     assert prompts.generation_prompt(spec, 4) == prompts.generation_prompt(SPEC, 4)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -320,3 +321,58 @@ def test_crafter_methods_compare_at_equal_steps():
             steps[name] = (sum(p.updates for p in plan if p.kind == "train") * cfg.steps_per_update, cfg.seeds,
                            cfg.ppo)
     assert len(steps) == 10 and len(set(steps.values())) == 1, steps  # with plr, sfl, envgen_sfl and scripted
+
+
+def test_a_sweep_section_trains_every_combination_in_one_run(tmp_path):
+    """`sweep: {lr: [...]}` x seeds: one vmapped run whose agents carry their own traced learning rate, reported
+    per combination; bad sweep values are named by their path, and a study refuses a sweep."""
+    from envgen_jax.study import resolve
+    from envgen_jax.trainer.checkpoint import newest_checkpoint
+    cfg = load_run_config(ROOT / "configs" / "smoke.yaml",
+                          TINY + ["method=ppo", "sweep.lr=[0.001, 0.003]", "sweep.ent_coef=[0.0, 0.01]",
+                                  "output.pictures=false", "output.tensorboard=false"])
+    assert cfg.num_agents == 8 and cfg.agent_seeds == [0, 1] * 4
+    assert cfg.agent_hparams == {"lr": [0.001] * 4 + [0.003] * 4, "ent_coef": [0.0, 0.0, 0.01, 0.01] * 2}
+    run = EnvGenRun(cfg, tmp_path)
+    report = run.run()
+    assert [p["settings"] for p in report["sweep"]] == [{"lr": 0.001, "ent_coef": 0.0}, {"lr": 0.001, "ent_coef": 0.01},
+                                                        {"lr": 0.003, "ent_coef": 0.0}, {"lr": 0.003, "ent_coef": 0.01}]
+    assert report["sweep"][3]["agents"] == ["lr 0.003, ent_coef 0.01, seed 0", "lr 0.003, ent_coef 0.01, seed 1"]
+    assert len(report["episodes_per_seed"]) == 8 and "sweep combinations" in (tmp_path / "report.md").read_text()
+    bank, rows = run._bank_and_rows("final")
+    ts = run.trainer.restore(newest_checkpoint(tmp_path / "checkpoints"), bank, rows, seeds=cfg.agent_seeds)
+    np.testing.assert_allclose(ts.hparams.lr, cfg.agent_hparams["lr"], rtol=1e-6)
+    np.testing.assert_allclose(ts.hparams.ent_coef, cfg.agent_hparams["ent_coef"])
+    with pytest.raises(ConfigError, match=r"sweep.gamma: 1.5 is not in \[0, 1\]"):
+        load_run_config(None, ["sweep.gamma=[0.9, 1.5]"])
+    with pytest.raises(ConfigError) as e:
+        load_run_config(None, ["sweep.lr=[x]", "sweep.momentum=[1]"])
+    text = str(e.value)
+    assert "sweep.lr[0]: expected a number" in text and "sweep.momentum: unknown setting; allowed: lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef" in text
+    with pytest.raises(ConfigError, match="a study compares methods at one PPO setting"):
+        resolve(ROOT / "configs" / "smoke.yaml", ["ppo"], overrides=["sweep.lr=[0.001, 0.002]"])
+
+
+def test_configs_extend_a_base_section_by_section(tmp_path):
+    """`extends:` reads the base first and lays the file over it key by key; bad chains are named."""
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "agent.yaml").write_text("seeds: 3\nppo: {lr: 0.001, width: 32, map_channels: [8, 8]}\n")
+    (tmp_path / "mid.yaml").write_text("extends: base/agent.yaml\nmethod: ppo\nppo: {width: 16}\n")
+    (tmp_path / "run.yaml").write_text("extends: mid.yaml\nppo: {map_channels: [4]}\n")
+    cfg = load_run_config(tmp_path / "run.yaml", ["ppo.depth=1"])
+    assert (cfg.seeds, cfg.method, cfg.ppo.lr, cfg.ppo.width, cfg.ppo.depth) == (3, "ppo", 0.001, 16, 1)
+    assert cfg.ppo.map_channels == (4,)  # a list replaces, it does not merge
+    (tmp_path / "loop_a.yaml").write_text("extends: loop_b.yaml\n")
+    (tmp_path / "loop_b.yaml").write_text("extends: loop_a.yaml\n")
+    (tmp_path / "missing.yaml").write_text("extends: base/nothing.yaml\n")
+    (tmp_path / "bad.yaml").write_text("extends: [a.yaml]\n")
+    for name, message in [("loop_a.yaml", "extends: 'loop_a.yaml' makes a loop"),
+                          ("missing.yaml", "extends: 'base/nothing.yaml': no such file"),
+                          ("bad.yaml", "extends: expected the path of a run configuration file, got ['a.yaml']")]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_run_config(tmp_path / name)
+    # Every bundled Crafter method config is the base plus its method's own settings.
+    base = load_run_config(ROOT / "configs" / "base" / "crafter.yaml")
+    for name in RUN_CONFIGS:
+        if name.startswith("crafter_") and "paper_agent" not in name:
+            assert load_run_config(ROOT / "configs" / name).ppo == base.ppo, name

@@ -25,7 +25,7 @@ from envgen_jax.llm.prompts import feedback_prompt, generation_prompt, output_sc
 from envgen_jax.llm.reply import parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec, get_env_spec
-from envgen_jax.llm.targeting import purpose_problems
+from envgen_jax.llm.targeting import helps, levers, purpose_problems
 from envgen_jax.llm.transcript import ReplayBackend, Transcript
 
 STATE_VERSION = 1
@@ -35,6 +35,7 @@ MAX_ECHO_CHARS = 4000  # an invalid reply is echoed back for repair at most this
 class Design(NamedTuple):
     configs: list      # validated config objects (e.g. CrafterConfig), exactly as many as asked
     purposes: list     # the model's free-text purpose of each; informational only, never parsed
+    # (the targets each environment named, llm.targets, are the designer's `targets` after the call)
 
 
 class Designer:
@@ -53,6 +54,8 @@ class Designer:
         self.messages: list[dict] = []   # the conversation: accepted turns only (user, assistant, user, ...)
         self.configs: list = []          # the last accepted design
         self.purposes: list[str] = []
+        self.targets: list[list[str]] = []  # the last accepted design's targets (llm.targets)
+        self.history: list[list] = []    # every accepted design, oldest first (repeats of any are sent back)
         self.requests = 0                # generate/feedback calls that succeeded
         self._mode: str | None = None    # structured-output mode learned so far (restored on resume)
         self._calls = 0                  # backend calls so far (a replay resumes after them)
@@ -61,19 +64,23 @@ class Designer:
 
     def generate(self, n: int = 4) -> Design:
         """Ask for n environments. Starts the conversation, or continues it if one exists."""
-        return self._design(generation_prompt(self.spec, self._check_n(n)), n, "generate")
+        return self._design(generation_prompt(self.spec, self._check_n(n), self.settings), n, "generate")
 
     def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None,
-                 notes: Sequence[str] | None = None) -> Design:
+                 notes: Sequence[str] | None = None,
+                 inside: Sequence[Mapping[str, float | None] | None] | None = None) -> Design:
         """Report per-achievement success (name -> (mean %, std %) or mean %) and ask for n new environments.
 
-        `previous`: the configurations the agent trained in; defaults to the last accepted design. `notes`: one line
-        per previous configuration, shown after it (envgen_sfl: its measured learnability). With no conversation yet
-        (e.g. a resumed run without state), the generation prompt is sent first in the same turn.
+        `previous`: the configurations the agent trained in; defaults to the last accepted design (then shown with
+        its targets). `notes`: one line per previous configuration, shown after it (envgen_sfl: its measured
+        learnability). `inside`: per previous configuration, the agent's success (%) per achievement inside it, as
+        the run measured it (shown with llm.history "summary"). With no conversation yet (e.g. a resumed run
+        without state), the generation prompt is sent first in the same turn.
         """
+        targets = self.targets if previous is None else None
         previous = list(self.configs if previous is None else previous)
         prompt = feedback_prompt(self.spec, success, previous, self._check_n(n), with_generation=not self.messages,
-                                 notes=notes)
+                                 notes=notes, settings=self.settings, targets=targets, inside=inside)
         return self._design(prompt, n, "feedback")
 
     def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:
@@ -88,6 +95,8 @@ class Designer:
         """JSON-serialisable conversation state (no secrets, no settings)."""
         return {"version": STATE_VERSION, "env": self.spec.name, "messages": [dict(m) for m in self.messages],
                 "configs": [c.to_dict() for c in self.configs], "purposes": list(self.purposes),
+                "targets": [list(t) for t in self.targets],
+                "history": [[c.to_dict() for c in design] for design in self.history],
                 "requests": self.requests, "mode": self._llm.mode if self._llm else self._mode,
                 "calls": self._llm.calls if self._llm else self._calls}
 
@@ -107,6 +116,10 @@ class Designer:
         cls_ = designer.spec.config_cls
         designer.configs = [cls_.from_dict(c, where=f"state.configs[{i}]") for i, c in enumerate(state["configs"])]
         designer.purposes = list(state["purposes"])
+        designer.targets = [list(t) for t in state.get("targets", [])]  # states saved before targets: none
+        designer.history = ([[cls_.from_dict(c, where=f"state.history[{k}]") for c in design]
+                             for k, design in enumerate(state["history"])] if "history" in state
+                            else [list(designer.configs)] if designer.configs else [])
         designer.requests = int(state["requests"])
         designer._mode, designer._calls = state.get("mode"), int(state.get("calls", 0))
         return designer
@@ -162,16 +175,20 @@ class Designer:
         client = make_openai_client(s)
         return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})")
 
-    def _sampling(self, attempt: int) -> Sampling | None:
-        """Repair turns may sample (llm.repair_temperature), each with its own seed so a rerun asks the same."""
+    def _sampling(self, attempt: int) -> Sampling:
+        """Each request samples with its own seed (llm.seed + 1000 x the requests so far + the try), so a later
+        cycle cannot replay an earlier one's tokens while a rerun asks exactly the same; repair turns sample at
+        llm.repair_temperature (None: llm.temperature)."""
         s = self.settings
+        seed = (s.seed or 0) + 1000 * self.requests + attempt
         if attempt == 0 or s.repair_temperature is None:
-            return None
-        return Sampling(s.repair_temperature, (s.seed or 0) + attempt)
+            return Sampling(s.temperature, seed)
+        return Sampling(s.repair_temperature, seed)
 
     def _design(self, prompt: str, n: int, kind: str) -> Design:
         cls_ = self.spec.config_cls
-        schema = output_schema(cls_, n)
+        names = self.spec.achievements if self.settings.targets else ()
+        schema = output_schema(cls_, n, names)
         llm = self._client()
         request = self.requests
         messages = [*self.messages, {"role": "user", "content": prompt}]
@@ -179,24 +196,28 @@ class Designer:
         for attempt in range(self.settings.max_repairs + 1):
             sampling = self._sampling(attempt)
             reply = llm.complete(messages, schema, sampling)
-            parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check)
-            advice = (design_advice(parsed.configs, parsed.purposes, self.configs, self.settings.advice)
-                      if parsed.ok else [])
+            parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check, names)
+            advice = (design_advice(parsed.configs, parsed.purposes, self.history, self.settings.advice,
+                                    parsed.targets) if parsed.ok else [])
             last_try = attempt == self.settings.max_repairs
             accepted = parsed.ok and (not advice or last_try)  # advice asks for a repair but never fails a step
             self.transcript.write({
                 "event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind, "try": attempt,
                 "mode": llm.mode,
-                "temperature": sampling.temperature if sampling else self.settings.temperature, "messages": messages, "reply": reply.text, "finish_reason": reply.finish_reason,
+                "temperature": sampling.temperature, "seed": sampling.seed, "messages": messages,
+                "reply": reply.text, "finish_reason": reply.finish_reason,
                 "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
                 "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
-                "purposes": list(parsed.purposes) if parsed.ok else None, "analysis": parsed.analysis,
+                "purposes": list(parsed.purposes) if parsed.ok else None,
+                "targets": [list(t) for t in parsed.targets] if parsed.ok else None, "analysis": parsed.analysis,
                 "problems": list(parsed.problems), "advice": advice, "accepted": accepted})
             if accepted:
                 # Failed tries and repair turns stay in the transcript but not in the conversation: later cycles
                 # see a clean history, and small local models keep their context for what matters.
                 self.messages = [*messages[:len(self.messages) + 1], {"role": "assistant", "content": reply.text}]
                 self.configs, self.purposes = list(parsed.configs), list(parsed.purposes)
+                self.targets = [list(t) for t in parsed.targets]
+                self.history.append(list(parsed.configs))
                 self.requests += 1
                 self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": True,
                                        "replies": attempt + 1, "repairs": attempt, "problems": [],
@@ -213,20 +234,22 @@ class Designer:
                           transcript=str(self.transcript.path) if self.transcript.path else None)
 
 
-def design_advice(configs: Sequence[Any], purposes: Sequence[str], previous: Sequence[Any] = (),
-                  checks: str = "all") -> list[str]:
+def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_designs: Sequence[Sequence[Any]] = (),
+                  checks: str = "all", targets: Sequence[Sequence[str]] = ()) -> list[str]:
     """Valid designs that waste a slot: environments that repeat another, repeat one the agent already trained in
-    (`previous`, the design being replaced), change nothing, or do not do what their purpose says (a purpose that
-    promises a wood pickaxe must give one; `targeting.purpose_problems`, a word heuristic). They go back for repair
-    like invalid ones, but a design still holding them after the last repair is used (and the advice recorded):
-    quality problems must not stop a run, and the heuristic must never overrule the LLM for good. `checks`:
-    "all", "duplicates" (repeated or unchanged environments only) or "none" (LLMSettings.advice)."""
+    (any of `earlier_designs`, oldest first), change nothing, name targets their settings give nothing for
+    (`targets`, llm.targets; `targeting.helps`), or do not do what their purpose says (a purpose that promises a
+    wood pickaxe must give one; `targeting.purpose_problems`, a word heuristic). They go back for repair like
+    invalid ones, but a design still holding them after the last repair is used (and the advice recorded): quality
+    problems must not stop a run, and the heuristics must never overrule the LLM for good. `checks`: "all",
+    "duplicates" (repeated or unchanged environments only) or "none" (LLMSettings.advice)."""
     advice = []
     if checks == "none":
         return advice
     for i, config in enumerate(configs):
         first = next((j for j in range(i) if configs[j] == config), None)
-        earlier = next((j for j, old in enumerate(previous) if old == config), None)
+        earlier = next(((k, j) for k, design in enumerate(earlier_designs) for j, old in enumerate(design)
+                        if old == config), None)
         if first is not None:
             advice.append(f"environments[{i}].config is the same as environments[{first}].config; make every "
                           f"environment different, each aimed at its own skills")
@@ -236,8 +259,15 @@ def design_advice(configs: Sequence[Any], purposes: Sequence[str], previous: Seq
         elif checks == "duplicates":
             continue
         elif earlier is not None:
-            advice.append(f"environments[{i}].config repeats environment {earlier + 1} the agent already trained in; "
-                          f"design a new one for the skills it still lacks")
+            k, j = earlier
+            when = "your last design" if k == len(earlier_designs) - 1 else f"your design number {k + 1}"
+            advice.append(f"environments[{i}].config repeats environment {j + 1} of {when}, which the agent already "
+                          f"trained in; design a new one for the skills it still lacks")
+        elif i < len(targets) and (unserved := [t for t in targets[i] if not helps(config, [t])]):
+            settings = sorted({lever.name for t in unserved for lever in levers(type(config).ENV_NAME, t)})
+            advice.append(f"environments[{i}] targets {', '.join(unserved)}, but its config changes nothing that "
+                          f"helps {'it' if len(unserved) == 1 else 'them'}; change settings for those targets (for "
+                          f"example {', '.join(settings)}) or target what the config serves")
         else:
             problems = purpose_problems(purposes[i] if i < len(purposes) else "", config) or []
             advice += [f"environments[{i}]: the purpose does not match the config: {p}" for p in problems]

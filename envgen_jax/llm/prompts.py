@@ -13,6 +13,7 @@ import string
 from typing import Any, Mapping, Sequence
 
 from envgen_jax.llm.errors import LLMError
+from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import PROMPTS_DIR, EnvSpec
 
 # Fields a template must keep: without them the LLM would not learn what it may set or what happened.
@@ -39,18 +40,40 @@ def render(template: str, where: str, required: Sequence[str] = (), **values: An
         raise LLMError(f"prompt template {where}: {e} (write $$ for a literal $)") from None
 
 
-def output_format(spec: EnvSpec, n: int) -> str:
+# The keys of one environment in the reply, in the order constrained decoding writes them (llm.targets).
+ENVIRONMENT_KEYS = {
+    False: ('two keys: "purpose", one or two sentences naming the skills the environment teaches and how its '
+            'settings help, and "config", the settings you change, grouped by their section, using only the '
+            'sections, settings and values listed above'),
+    True: ('three keys: "targets", the ${skills} this environment trains (one to three names from the list of '
+           '${skills} above); "purpose", one or two sentences on how its settings help the agent learn those '
+           'targets; and "config", the settings you change so that the targets can be learned, grouped by their '
+           'section, using only the sections, settings and values listed above'),
+}
+
+
+def output_format(spec: EnvSpec, n: int, settings: LLMSettings | None = None) -> str:
     # No example configuration: small models copy an example instead of designing (measured, see README).
+    targets = (settings or LLMSettings()).targets
+    keys = string.Template(ENVIRONMENT_KEYS[targets]).substitute(skills=spec.skills)
     return render((PROMPTS_DIR / "output_format.txt").read_text(encoding="utf-8"), "output_format.txt",
-                  ("num_envs",), num_envs=n).strip()
+                  ("num_envs", "environment_keys"), num_envs=n, environment_keys=keys).strip()
 
 
-def generation_prompt(spec: EnvSpec, n: int) -> str:
+def format_achievements(spec: EnvSpec, settings: LLMSettings | None = None) -> str:
+    """The achievements, one per line, each with what it needs from the game's rules when `llm.needs` is on."""
+    if not (settings or LLMSettings()).needs:
+        return "\n".join(spec.achievements)
+    needs = spec.needs()
+    return "\n".join(f"{name}: needs {needs[name]}" for name in spec.achievements)
+
+
+def generation_prompt(spec: EnvSpec, n: int, settings: LLMSettings | None = None) -> str:
     rules = spec.read_template("rules").strip()
     return render(spec.read_template("generate"), str(spec.template_path("generate")), REQUIRED_FIELDS["generate"],
-                  title=spec.title, num_envs=n, achievements="\n".join(spec.achievements),
+                  title=spec.title, num_envs=n, achievements=format_achievements(spec, settings),
                   settings=spec.config_cls.describe_settings(), rules=rules,
-                  output_format=output_format(spec, n)).strip()
+                  output_format=output_format(spec, n, settings)).strip()
 
 
 def normalise_success(spec: EnvSpec, success: Success) -> dict[str, tuple[float, float]]:
@@ -113,14 +136,58 @@ def format_configs(configs: Sequence[Any], notes: Sequence[str] | None = None) -
     return "\n".join([LEARNABILITY_PREAMBLE, *(f"{line}\n  -> {note}" for line, note in zip(lines, notes))])
 
 
+def _value(v: Any) -> str:
+    return json.dumps(v) if isinstance(v, bool) else str(v)
+
+
+def summarise_configs(configs: Sequence[Any], targets: Sequence[Sequence[str]] | None = None,
+                      inside: Sequence[Mapping[str, float | None] | None] | None = None,
+                      notes: Sequence[str] | None = None, top: int = 8) -> str:
+    """The earlier environments in words (llm.history "summary"): each marked as tried, its changed settings as
+    `setting = value`, what it trained (its targets, when the design named them) and what the agent unlocked
+    inside it (`inside`: achievement -> success % in that environment, measured by the run), so that the model
+    reads what was tried and how it went rather than a configuration to paste back."""
+    if not configs:
+        return "(not available)"
+    lines = []
+    for i, config in enumerate(configs):
+        changed = [f"{name} = {_value(v)}" for section in config.to_dict(only_changed=True).values()
+                   for name, v in section.items()]
+        line = f"Environment {i + 1} (tried): {', '.join(changed) or 'the original game'}."
+        if targets and i < len(targets) and targets[i]:
+            line += f" It was meant to train {', '.join(targets[i])}."
+        if inside is not None and i < len(inside):
+            rates = {k: v for k, v in (inside[i] or {}).items() if v is not None}
+            shown = sorted(((v, k) for k, v in rates.items() if v >= 1), reverse=True)[:top]
+            if not rates:
+                line += " No episode finished in it, so what the agent learned there is unknown."
+            elif shown:
+                line += (" Inside it the agent unlocked " + ", ".join(f"{k} {_pct(v)}%" for v, k in shown)
+                         + "; anything else in under 1% of its episodes.")
+            else:
+                line += " Inside it the agent unlocked nothing in 1% or more of its episodes."
+        lines.append(line)
+    if notes is None:
+        return "\n".join(lines)
+    if len(notes) != len(configs):
+        raise ValueError(f"{len(notes)} notes for {len(configs)} configurations")
+    return "\n".join([LEARNABILITY_PREAMBLE, *(f"{line}\n  -> {note}" for line, note in zip(lines, notes))])
+
+
 def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n: int,
-                    with_generation: bool = False, notes: Sequence[str] | None = None) -> str:
+                    with_generation: bool = False, notes: Sequence[str] | None = None,
+                    settings: LLMSettings | None = None, targets: Sequence[Sequence[str]] | None = None,
+                    inside: Sequence[Mapping[str, float | None] | None] | None = None) -> str:
     """The feedback turn. `with_generation` prepends the generation prompt, for a conversation that starts here;
-    `notes` annotate the previous configurations (`format_configs`)."""
+    `notes` annotate the previous configurations (envgen_sfl's learnability); with `llm.history: summary` they are
+    described in words with their `targets` and the agent's success `inside` each (`summarise_configs`)."""
+    settings = settings or LLMSettings()
+    shown = (summarise_configs(previous, targets, inside, notes) if settings.history == "summary"
+             else format_configs(previous, notes))
     text = render(spec.read_template("feedback"), str(spec.template_path("feedback")), REQUIRED_FIELDS["feedback"],
                   title=spec.title, num_envs=n, success=format_success(spec, success, order="weakest"),
-                  previous_configs=format_configs(previous, notes), output_format=output_format(spec, n)).strip()
-    return generation_prompt(spec, n) + "\n\n" + text if with_generation else text
+                  previous_configs=shown, output_format=output_format(spec, n, settings)).strip()
+    return generation_prompt(spec, n, settings) + "\n\n" + text if with_generation else text
 
 
 def repair_prompt(problems: Sequence[str], n: int) -> str:
@@ -132,16 +199,23 @@ ANALYSIS_MAX_CHARS = 800
 PURPOSE_MAX_CHARS = 400  # bounded strings: constrained decoding must close them (SmolLM2 wrote one until the token limit)
 
 
-def output_schema(config_cls, n: int) -> dict:
+MAX_TARGETS = 3
+
+
+def output_schema(config_cls, n: int, targets: Sequence[str] | None = None) -> dict:
     """JSON Schema of a whole reply: a short analysis first (the model reasons before it designs: constrained
-    decoding writes keys in this order), then exactly n environments, each a purpose and a valid config."""
+    decoding writes keys in this order), then exactly n environments, each a purpose and a valid config; with
+    `targets` (the game's achievement names, llm.targets) each environment first names 1-3 of them."""
+    environment = {"purpose": {"type": "string", "maxLength": PURPOSE_MAX_CHARS}, "config": config_cls.json_schema()}
+    if targets:
+        environment = {"targets": {"type": "array", "items": {"type": "string", "enum": list(targets)},
+                                   "minItems": 1, "maxItems": MAX_TARGETS}, **environment}
     return {
         "type": "object",
         "properties": {"analysis": {"type": "string", "maxLength": ANALYSIS_MAX_CHARS}, "environments": {
             "type": "array", "minItems": n, "maxItems": n,
-            "items": {"type": "object", "properties": {"purpose": {"type": "string", "maxLength": PURPOSE_MAX_CHARS},
-                                                        "config": config_cls.json_schema()},
-                      "required": ["purpose", "config"], "additionalProperties": False}}},
+            "items": {"type": "object", "properties": environment,
+                      "required": list(environment), "additionalProperties": False}}},
         "required": ["analysis", "environments"],
         "additionalProperties": False,
     }

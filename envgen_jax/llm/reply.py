@@ -29,6 +29,7 @@ class ParsedReply:
     problems: tuple[str, ...] = ()
     source: str = ""          # where the JSON came from: "whole", "fenced" or "embedded"
     analysis: str = ""        # the model's reasoning before its design (optional; kept, never parsed)
+    targets: tuple[tuple[str, ...], ...] = ()  # per environment, the achievements it says it trains (() if none)
 
     @property
     def ok(self) -> bool:
@@ -116,9 +117,11 @@ def extract_json(text: str) -> tuple[Any, str, list[str]]:
 
 
 def parse_reply(text: str, config_cls, n: int, finish_reason: str | None = None,
-                check: Callable[[Any, str], list[str]] | None = None) -> ParsedReply:
-    """`check(config, where)`: optional extra problems of a validated config (see EnvSpec.check)."""
-    problems = _parse(text, config_cls, n, finish_reason, check)
+                check: Callable[[Any, str], list[str]] | None = None,
+                achievements: tuple[str, ...] = ()) -> ParsedReply:
+    """`check(config, where)`: optional extra problems of a validated config (see EnvSpec.check). An environment's
+    optional "targets" must name 1-3 distinct `achievements` (llm.targets; a reply without them is read as before)."""
+    problems = _parse(text, config_cls, n, finish_reason, check, achievements)
     if isinstance(problems, ParsedReply):
         return problems
     if len(problems) > MAX_PROBLEMS:
@@ -126,7 +129,23 @@ def parse_reply(text: str, config_cls, n: int, finish_reason: str | None = None,
     return ParsedReply(problems=tuple(_clip(p) for p in problems))
 
 
-def _parse(text: str, config_cls, n: int, finish_reason: str | None, check) -> ParsedReply | list[str]:
+def _targets(value: Any, where: str, achievements: tuple[str, ...], problems: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not 1 <= len(value) <= 3 or not all(isinstance(v, str) for v in value):
+        problems.append(f"{where}.targets: expected a list of 1 to 3 names from the list, got {_kind(value)}")
+        return ()
+    unknown = [v for v in value if v not in achievements]
+    if unknown:
+        problems.append(f"{where}.targets: {', '.join(map(repr, unknown))} not in the list; allowed: "
+                        f"{', '.join(achievements)}")
+    if len(set(value)) < len(value):
+        problems.append(f"{where}.targets: a name is listed twice")
+    return tuple(value)
+
+
+def _parse(text: str, config_cls, n: int, finish_reason: str | None, check,
+           achievements: tuple[str, ...] = ()) -> ParsedReply | list[str]:
     if not isinstance(text, str) or not text.strip():
         return ["the reply is empty"]
     if len(text) > MAX_REPLY_CHARS:
@@ -159,14 +178,16 @@ def _parse(text: str, config_cls, n: int, finish_reason: str | None, check) -> P
     if len(envs) != n:
         problems.append(f"environments: expected exactly {n} environments, got {len(envs)}")
 
-    configs, purposes = [], []
+    configs, purposes, targets = [], [], []
     for i, env in enumerate(envs):
         where = f"environments[{i}]"
         if not isinstance(env, dict):
             problems.append(f"{where}: expected an object with \"purpose\" and \"config\", got {type(env).__name__}")
             continue
-        problems += [f"{where}.{key}: unknown key; an environment holds only \"purpose\" and \"config\""
-                     for key in env if key not in ("purpose", "config")]
+        keys = ("targets", "purpose", "config") if achievements else ("purpose", "config")
+        problems += [f"{where}.{key}: unknown key; an environment holds only {', '.join(map(json.dumps, keys))}"
+                     for key in env if key not in keys]
+        aims = _targets(env.get("targets"), where, achievements, problems) if achievements else ()
         purpose = env.get("purpose")
         if not isinstance(purpose, str) or not purpose.strip():
             problems.append(f"{where}.purpose: expected a non-empty string, got {_kind(purpose)}")
@@ -186,10 +207,11 @@ def _parse(text: str, config_cls, n: int, finish_reason: str | None, check) -> P
             continue
         configs.append(config)
         purposes.append(purpose.strip() if isinstance(purpose, str) else "")
+        targets.append(aims)
     if problems:
         return problems
     return ParsedReply(configs=tuple(configs), purposes=tuple(purposes), source=source,
-                       analysis=analysis.strip()[:MAX_PURPOSE_CHARS])
+                       analysis=analysis.strip()[:MAX_PURPOSE_CHARS], targets=tuple(targets))
 
 
 def _kind(value: Any) -> str:

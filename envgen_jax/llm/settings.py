@@ -14,6 +14,7 @@ from envgen_jax.schema import ConfigError
 Backend = Literal["auto", "openai", "local", "replay"]
 OutputMode = Literal["auto", "json_schema", "json_object", "text"]
 Advice = Literal["all", "duplicates", "none"]
+History = Literal["summary", "json"]
 BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
@@ -51,6 +52,15 @@ class LLMSettings:
     # 1.5B offline model answered repair turns with its previous reply word for word; sampled at 0.7 its repeats of
     # the earlier design fell from 46% to 29% of environments (benchmarks/results/designer_quality.md).
     repair_temperature: float | None = 0.7
+    # How the designer is asked (README "The designer"; each measured in benchmarks/designer_quality.py):
+    # targets: each environment first names the achievements it trains (1 to 3, constrained to the game's names),
+    # then its settings; with advice "all", a target its settings give nothing for goes back for repair once.
+    targets: bool = True
+    # needs: the achievements listed with what each needs, from the game's rules (prompts/<game>_needs.txt).
+    needs: bool = True
+    # history: the earlier environments in the feedback turn, "summary" (their settings in words, what they trained
+    # and what the agent unlocked inside each, marked as tried) or "json" (the configurations, as the paper did).
+    history: History = "summary"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")

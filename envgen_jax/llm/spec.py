@@ -1,7 +1,8 @@
 """What the designer needs to know about one environment: its config class, its achievements and its prompt files.
 
-The machinery (prompts, client, validation, replay) is generic; an environment plugs in with an `EnvSpec` and three
-text files under `prompts/`: `<name>_generate.txt`, `<name>_feedback.txt` and `<name>_rules.txt`.
+The machinery (prompts, client, validation, replay) is generic; an environment plugs in with an `EnvSpec` and four
+text files under `prompts/`: `<name>_generate.txt`, `<name>_feedback.txt`, `<name>_rules.txt` and `<name>_needs.txt`
+(one "achievement: what it needs" line per achievement).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class EnvSpec:
     title: str                         # the game's name inside prompts, e.g. "Crafter"
     config_cls: type                   # a SchemaConfig dataclass: validator, JSON schema and settings text
     achievements: tuple[str, ...]      # the names success rates are reported under (achievements or subtasks)
+    skills: str = "achievements"       # what the prompts call them ("subtasks" for Heist)
     prompts_dir: Path = PROMPTS_DIR
     # Extra run-specific checks on a validated config, (config, where) -> problems, sent back for repair like any
     # other problem; e.g. Heist's maze size against the world size of the mode being trained.
@@ -40,13 +42,30 @@ class EnvSpec:
     def template_path(self, kind: str) -> Path:
         return self.prompts_dir / f"{self.name}_{kind}.txt"
 
+    def needs(self) -> dict[str, str]:
+        """achievement -> what it needs, from `<name>_needs.txt` (one "name: text" line each; every achievement)."""
+        path = self.template_path("needs")
+        lines = [line for line in self.read_template("needs").splitlines() if line.strip()]
+        out = {}
+        for line in lines:
+            name, sep, text = line.partition(":")
+            if not sep or name.strip() not in self.achievements:
+                raise LLMError(f"{path}: {line!r} is not 'achievement: what it needs' for one of "
+                               f"{', '.join(self.achievements)}")
+            out[name.strip()] = text.strip()
+        missing = [a for a in self.achievements if a not in out]
+        if missing:
+            raise LLMError(f"{path}: no line for {', '.join(missing)}")
+        return out
+
     def read_template(self, kind: str) -> str:
         path = self.template_path(kind)
         try:
             return path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise LLMError(f"prompt template {path} is missing; every environment needs {self.name}_generate.txt, "
-                           f"{self.name}_feedback.txt and {self.name}_rules.txt in {self.prompts_dir}") from None
+                           f"{self.name}_feedback.txt, {self.name}_rules.txt and {self.name}_needs.txt in "
+                           f"{self.prompts_dir}") from None
 
 
 def _crafter() -> EnvSpec:
@@ -59,7 +78,8 @@ def _crafter() -> EnvSpec:
 def _heist() -> EnvSpec:
     # Heist's subtasks (keys, locks, gem) play the part of Crafter's achievements in the feedback prompt.
     module = importlib.import_module("envgen_jax.envs.heist")
-    return EnvSpec(name="heist", title="Heist", config_cls=module.HeistConfig, achievements=tuple(module.ACHIEVEMENTS))
+    return EnvSpec(name="heist", title="Heist", config_cls=module.HeistConfig, achievements=tuple(module.ACHIEVEMENTS),
+                   skills="subtasks")
 
 
 def heist_spec(world_dim: int) -> EnvSpec:

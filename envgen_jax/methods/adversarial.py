@@ -16,7 +16,8 @@ def request(designer, n: int, success):
     prompt = render((PROMPTS_DIR / "curriculum_adversarial.txt").read_text(encoding="utf-8"),
                     "curriculum_adversarial.txt", ("success", "previous_configs", "output_format", "num_envs"),
                     title=spec.title, num_envs=n, success=format_success(spec, success, order="strongest"),
-                    previous_configs=format_configs(designer.configs), output_format=output_format(spec, n))
+                    previous_configs=format_configs(designer.configs),
+                    output_format=output_format(spec, n, designer.settings))
     return designer.ask(prompt, n, kind="adversarial")
 
 

@@ -16,7 +16,7 @@ def llm_cycle(cfg, c: int) -> list[Phase]:
     """Design, then train in the LLM environments and in the original game (or both at once, `mixing: mixed`)."""
     s = cfg.schedule
     if s.mixing == "mixed":
-        return [Phase("design", c), Phase("train", c, "mixed", cfg.updates_for(s.llm_env_steps + s.original_env_steps))]
+        return [Phase("design", c), Phase("train", c, "mixed", cfg.cycle_updates())]
     return [Phase("design", c), Phase("train", c, "llm", cfg.updates_for(s.llm_env_steps)),
             Phase("train", c, "original", cfg.updates_for(s.original_env_steps))]
 
@@ -30,7 +30,8 @@ class DesignContext:
     previous: the design records of earlier cycles; designers(): the LLM designers (made on first use);
     on_llm_call(seconds, n): the driver's bookkeeping after each LLM call that wrote n environments; status(text):
     progress line; learnability_notes: per designer, a note per environment of its previous design (envgen_sfl),
-    or None."""
+    or None; inside: per designer, per environment of its previous design, the agent's success (%) per achievement
+    inside that environment while it trained there (None in cycle 1 or when not measured)."""
 
     cfg: Any
     cycle: int
@@ -44,6 +45,7 @@ class DesignContext:
     on_llm_call: Callable[[float, int], None]
     status: Callable[[str], None] = lambda text: None
     learnability_notes: list | None = None
+    inside: list | None = None
 
     def ask_each(self, request: Callable[[Any, Any], Any], n: int | None = None) -> list[dict]:
         """`request(designer, feedback_or_None) -> Design` for each designer in order, timed and counted; `n`:
@@ -55,5 +57,8 @@ class DesignContext:
             start = time.monotonic()
             design = request(designer, feedback[i] if feedback else None)
             self.on_llm_call(time.monotonic() - start, len(design.configs))
-            out.append({"configs": [c.to_dict() for c in design.configs], "purposes": list(design.purposes)})
+            record = {"configs": [c.to_dict() for c in design.configs], "purposes": list(design.purposes)}
+            if any(getattr(designer, "targets", None) or ()):  # llm.targets: what each environment says it trains
+                record["targets"] = [list(t) for t in designer.targets]
+            out.append(record)
         return out

@@ -13,8 +13,9 @@ def request(designer, cycle: int, cycles: int, n: int):
     spec = designer.spec
     stage = render((PROMPTS_DIR / "curriculum_easy_to_hard.txt").read_text(encoding="utf-8"),
                    "curriculum_easy_to_hard.txt", ("stage", "stages", "output_format", "num_envs"),
-                   stage=cycle + 1, stages=cycles, title=spec.title, num_envs=n, output_format=output_format(spec, n))
-    prompt = generation_prompt(spec, n) + "\n\n" + stage if not designer.messages else stage
+                   stage=cycle + 1, stages=cycles, title=spec.title, num_envs=n,
+                   output_format=output_format(spec, n, designer.settings))
+    prompt = generation_prompt(spec, n, designer.settings) + "\n\n" + stage if not designer.messages else stage
     return designer.ask(prompt, n, kind="easy_to_hard")
 
 

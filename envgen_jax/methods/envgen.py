@@ -1,5 +1,6 @@
 """EnvGen: cycle 1 the LLM generates environments; each later cycle it sees the agent's success in the original
-game (mean +/- std over seeds) and the previous environments, and adapts them (one continuing conversation)."""
+game (mean +/- std over seeds) and the previous environments with what the agent unlocked inside each, and adapts
+them (one continuing conversation)."""
 
 from envgen_jax.methods.base import llm_cycle
 
@@ -9,4 +10,10 @@ cycle_phases = llm_cycle
 
 
 def design(ctx):
-    return ctx.ask_each(lambda d, success: d.generate(ctx.n) if success is None else d.feedback(success, ctx.n))
+    inside = ctx.inside or [None] * ctx.num_designers
+    designers = iter(range(ctx.num_designers))
+
+    def request(designer, success):
+        d = next(designers)
+        return designer.generate(ctx.n) if success is None else designer.feedback(success, ctx.n, inside=inside[d])
+    return ctx.ask_each(request)

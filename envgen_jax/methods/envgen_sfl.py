@@ -45,7 +45,7 @@ def bank_use(cfg) -> str:
 def candidate_rows(cfg) -> np.ndarray:
     """i32[S, P]: each seed's designer's environments (pooled feedback: one designer for every seed)."""
     pool = cfg.ued.llm_pool
-    designer = np.arange(cfg.seeds) if cfg.num_designers > 1 else np.zeros(cfg.seeds, np.int64)
+    designer = np.arange(cfg.num_agents) if cfg.num_designers > 1 else np.zeros(cfg.num_agents, np.int64)
     return (1 + designer[:, None] * pool + np.arange(pool)[None, :]).astype(np.int32)
 
 
@@ -58,7 +58,7 @@ def learnability_notes(cfg, selection: dict) -> list[list[str]]:
     (mean over the seeds the designer serves), the verdict, and the share of episodes the agent ran in it."""
     p, measured, weights = (np.asarray(selection[k]) for k in ("p", "measured", "weights"))  # [S, K]
     rows = candidate_rows(cfg)  # [S, P]
-    seeds_of = ([np.arange(cfg.seeds)] if cfg.num_designers == 1
+    seeds_of = ([np.arange(cfg.num_agents)] if cfg.num_designers == 1
                 else [np.array([d]) for d in range(cfg.num_designers)])  # the seeds each designer serves
     notes = []
     for seeds in seeds_of:

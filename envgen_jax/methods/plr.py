@@ -27,8 +27,7 @@ WHERE = "plr"  # the training phases' `where`: rows drawn by the level sampler
 
 
 def cycle_phases(cfg, c):
-    s = cfg.schedule  # the same env steps per cycle as the other methods
-    return [Phase("train", c, WHERE, cfg.updates_for(s.llm_env_steps + s.original_env_steps))]
+    return [Phase("train", c, WHERE, cfg.cycle_updates())]  # the same env steps per cycle as the other methods
 
 
 def design(ctx):

@@ -7,8 +7,7 @@ USES_LLM = False
 
 
 def cycle_phases(cfg, c):
-    s = cfg.schedule
-    return [Phase("train", c, "original", cfg.updates_for(s.llm_env_steps + s.original_env_steps))]
+    return [Phase("train", c, "original", cfg.cycle_updates())]
 
 
 def design(ctx):

@@ -23,8 +23,7 @@ LEARNS_WHERE = "sfl"  # the training phases whose rows learnability chooses
 
 
 def cycle_phases(cfg, c):
-    s = cfg.schedule
-    return [Phase("train", c, LEARNS_WHERE, cfg.updates_for(s.llm_env_steps + s.original_env_steps))]
+    return [Phase("train", c, LEARNS_WHERE, cfg.cycle_updates())]
 
 
 def design(ctx):
@@ -47,7 +46,7 @@ def pool_size(cfg) -> int:
 
 def candidate_rows(cfg) -> np.ndarray:
     """i32[S, P]: the rows each seed chooses from."""
-    return np.tile(np.arange(1, 1 + cfg.ued.sfl_pool, dtype=np.int32), (cfg.seeds, 1))
+    return np.tile(np.arange(1, 1 + cfg.ued.sfl_pool, dtype=np.int32), (cfg.num_agents, 1))
 
 
 def row_weights(cfg, learn: np.ndarray) -> np.ndarray:

@@ -132,5 +132,6 @@ def _cross_field_problems(values: dict, prefix: str) -> list[str]:
     for index, colour in enumerate(KEY_COLOURS):
         if values[f"start_with_{colour}_key"] and num_keys != RANDOM and index >= num_keys:
             out.append(f"{prefix}{START}.start_with_{colour}_key: the level has no {colour} key with "
-                       f"{MAZE}.num_keys={num_keys}; keys come in the order {', '.join(KEY_COLOURS)}")
+                       f"{MAZE}.num_keys={num_keys}; keys come in the order {', '.join(KEY_COLOURS)}, so set "
+                       f"{MAZE}.num_keys to {index + 1} or more, or leave start_with_{colour}_key out")
     return out
