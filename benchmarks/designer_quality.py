@@ -204,7 +204,7 @@ class Variant:
 
 
 # How the designer was asked before this round: achievements by name only, no targets, earlier designs as JSON.
-V1 = (("targets", False), ("needs", False), ("history", "json"))
+V1 = (("targets", False), ("needs", False), ("history", "json"), ("only_changes", False))
 V2 = ()  # LLMSettings' defaults: targets, needs, summaries of the earlier environments
 VARIANTS: dict[str, Variant] = {
     "v2": Variant(current, "all", "the designer as it runs now: targets first, achievements with their needs, earlier "
@@ -215,6 +215,10 @@ VARIANTS: dict[str, Variant] = {
     "v2_no_needs": Variant(current, "all", "v2 with the achievements by name only", 0.7, (("needs", False),)),
     "v2_json_history": Variant(current, "all", "v2 with the earlier environments as JSON", 0.7,
                                (("history", "json"),)),
+    "v2_with_defaults": Variant(current, "all", "v2 with the schema offering default values too", 0.7,
+                                (("only_changes", False),)),
+    "v2_one_per_reply": Variant(current, "all", "v2 asking one environment per reply, in consecutive turns", 0.7,
+                                (("envs_per_reply", 1),)),
     "v1": Variant(current, "all", "the designer of the first study (= sampled_repairs): no targets, achievements by "
                                   "name, earlier environments as JSON", 0.7, V1),
     # The first round's variants, all with the v1 prompts:
@@ -289,20 +293,24 @@ def measure(call: Call, spec: EnvSpec, settings: LLMSettings, n: int, workdir: P
     wall = time.monotonic() - start
     records = read_transcript(transcript) if transcript.exists() else []
     tries = [r for r in records if r["event"] == "exchange"]
-    accepted = next((r for r in tries if r["accepted"]), None) if error is None else None
+    # A design written a few environments per reply (llm.envs_per_reply) has one accepted reply per request.
+    accepted = [r for r in tries if r["accepted"]] if error is None else []
+    requests = sorted({r["request"] for r in tries})
     usage = [r.get("usage") or {} for r in tries]
     cls = spec.config_cls
+    joined = lambda key: [x for r in accepted for x in (r.get(key) or [])] if accepted else None  # noqa: E731
     return {
         **dataclasses.asdict(call), "seed": call.repeat, "ok": error is None, "error": error,
-        "first_try_valid": bool(tries) and tries[0]["configs"] is not None, "replies": len(tries),
-        "repairs": max(len(tries) - 1, 0), "llm_errors": sum(r["event"] == "error" for r in records),
+        "first_try_valid": bool(tries) and all(r["configs"] is not None for r in tries if r["try"] == 0),
+        "replies": len(tries), "requests": len(requests),
+        "repairs": max(len(tries) - len(requests), 0), "llm_errors": sum(r["event"] == "error" for r in records),
         "latency_s": round(sum(r["latency_s"] for r in tries), 3), "wall_s": round(wall, 3),
         "prompt_tokens": _total(u.get("prompt_tokens") for u in usage),
         "completion_tokens": _total(u.get("completion_tokens") for u in usage), "usage": usage,
-        "analysis": accepted.get("analysis") if accepted else None,
-        "purposes": accepted["purposes"] if accepted else None,
-        "configs": [cls.from_dict(c).to_dict(only_changed=True) for c in accepted["configs"]] if accepted else None,
-        "advice": accepted.get("advice") if accepted else None,
+        "analysis": accepted[0].get("analysis") if accepted else None,
+        "purposes": joined("purposes"), "targets": joined("targets"),
+        "configs": [cls.from_dict(c).to_dict(only_changed=True) for c in joined("configs")] if accepted else None,
+        "advice": joined("advice"),
         "replies_text": [r["reply"] for r in tries],
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

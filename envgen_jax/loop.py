@@ -74,6 +74,9 @@ class LoopState:
     # the latest selection, and every selection's measurements (p, learnability, weights, per seed and row).
     row_weights: list = dataclasses.field(default_factory=list)
     selections: list = dataclasses.field(default_factory=list)
+    # Per seed and achievement: the env step (per seed, at the end of the chunk) by which some training episode, in
+    # any environment, first unlocked it; None until then (empty for checkpoints written before it was kept).
+    first_unlock: list = dataclasses.field(default_factory=list)
 
 
 class Callbacks:
@@ -454,6 +457,7 @@ class EnvGenRun:
 
     def _record_chunk(self, phase: Phase, metrics, seconds: float, steps: int, ts=None) -> None:
         pooled = pool_rows(metrics.rows)  # [S]
+        self._note_first_unlocks(np.asarray(pooled.achievement_counts))
         episodes = np.asarray(pooled.episodes)
         with np.errstate(invalid="ignore", divide="ignore"):
             returns = np.where(episodes > 0, pooled.return_sum / np.maximum(episodes, 1), np.nan)
@@ -477,6 +481,16 @@ class EnvGenRun:
                                                         "return_per_seed")})
         self.records.chunk(record, returns, lengths, episodes)
         self.state.metrics_lines += 1
+
+    def _note_first_unlocks(self, counts: np.ndarray) -> None:
+        """counts [S, A]: the chunk's unlocks per seed; the first chunk with one sets that achievement's step."""
+        if not self.state.first_unlock:
+            if self.state.env_steps > self.cfg.steps_per_update * self.cfg.schedule.updates_per_chunk:
+                return  # resumed from a checkpoint written before first_unlock was kept: unknown, not zero
+            self.state.first_unlock = [[None] * counts.shape[1] for _ in range(counts.shape[0])]
+        for s, a in zip(*np.nonzero(counts)):
+            if self.state.first_unlock[s][a] is None:
+                self.state.first_unlock[s][a] = self.state.env_steps
 
     def _accumulate_env_learning(self, phase: Phase, rows: RowStats) -> None:
         """Sum the chunk's per-row stats ([S, K]) into this cycle's entry: one entry per LLM-environment phase."""

@@ -80,14 +80,65 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         "environments": state.designs,
         "environment_learning": environment_learning(state, names),
     }
+    if getattr(state, "first_unlock", None):  # the paper's unlock times: per achievement, per seed (None: never)
+        report["first_unlock_steps"] = {n: [row[a] for row in state.first_unlock] for a, n in enumerate(names)}
     if cfg.sweep.points() != [{}]:
         report["sweep"] = sweep_summary(cfg, summary)
+    if len(state.designs) > 1:
+        report["adaptation"] = adaptation(state, names, game.config_cls, cfg.num_designers)
     if getattr(state, "selections", None):  # sfl, envgen_sfl: what each learnability selection measured and chose
         report["learnability_selections"] = [selection_summary(sel) for sel in state.selections]
     plots = plot_run(out, state, names, cfg.schedule.cycles)
     (out / "report.md").write_text(_markdown(report, names, plots))
     (out / "report.json").write_text(json.dumps(report, indent=2))
     return report
+
+
+def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
+    """Per cycle after the first, per designer: how the design answered the feedback it was given.
+
+    weakest: the bottom quarter of the achievements in that feedback (the evaluation after the previous cycle; a
+    designer per seed reads its seed's); targeted_weakest: those that some environment of the new design helps
+    (llm/targeting.py's map: the setting's own levers and its direct prerequisites'); repeated_environments:
+    environments equal to one of any earlier cycle's design; new_settings / dropped_settings: the changed
+    (setting, value) pairs the design has and the previous one had not, and the reverse; same_design: the same
+    environments as the previous cycle's (in any order)."""
+    from envgen_jax.llm.targeting import helps
+    out = []
+    designs = {d["cycle"]: d for d in state.designs}
+    evals = {e["cycle"]: e for e in state.evals if not e.get("final")}
+    quarter = max(1, -(-len(names) // 4))
+    original = config_cls.original()
+    for cycle in sorted(designs):
+        if cycle == 0 or cycle - 1 not in designs or cycle - 1 not in evals:
+            continue
+        feedback = evals[cycle - 1]
+        rows = []
+        for d, designer in enumerate(designs[cycle]["designers"]):
+            rates = ([_nz(feedback["success_mean"][n]) for n in names] if num_designers == 1
+                     else [_nz(v) for v in feedback["success_per_seed"][d]])
+            weakest = [names[i] for i in np.argsort(rates, kind="stable")[:quarter]]
+            configs = [config_cls.from_dict(c) for c in designer["configs"]]
+            before = [config_cls.from_dict(c) for c in designs[cycle - 1]["designers"][d]["configs"]]
+            earlier = [config_cls.from_dict(c) for k in range(cycle) for c in designs[k]["designers"][d]["configs"]]
+            pairs = lambda cs: {(s.path, repr(getattr(c, s.name))) for c in cs for s in config_cls.schema()  # noqa: E731
+                                if getattr(c, s.name) != getattr(original, s.name)}
+            targeted = [w for w in weakest if any(helps(c, [w]) for c in configs)]
+            rows.append({"weakest": weakest, "targeted_weakest": targeted,
+                         "targeted_share": len(targeted) / len(weakest),
+                         "repeated_environments": sum(c in earlier for c in configs), "environments": len(configs),
+                         "new_settings": len(pairs(configs) - pairs(before)),
+                         "dropped_settings": len(pairs(before) - pairs(configs)),
+                         "same_design": sorted(map(repr, configs)) == sorted(map(repr, before))})
+        out.append({"cycle": cycle, "designers": rows,
+                    "targeted_share": float(np.mean([r["targeted_share"] for r in rows])),
+                    "repeated_share": sum(r["repeated_environments"] for r in rows) / max(
+                        1, sum(r["environments"] for r in rows))})
+    return out
+
+
+def _nz(x) -> float:
+    return 0.0 if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
 
 
 def sweep_summary(cfg, summary: dict) -> list[dict]:
@@ -140,6 +191,19 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
         for e in r["cycle_evaluations"]:
             lines.append(f"| {e['cycle'] + 1} | {e['env_steps']:,} | {', '.join(map(str, e['episodes_per_seed']))} | "
                          f"{_pm(e['crafter_score_mean'], e['crafter_score_std'])} |")
+    if r.get("adaptation"):
+        lines += ["", "## How each design answered its feedback", "",
+                  "Per cycle after the first: the bottom quarter of the achievements in the feedback, those some new "
+                  "environment helps (llm/targeting.py's map), environments that repeat an earlier cycle's, and the "
+                  "(setting, value) pairs added and dropped against the previous design.", "",
+                  "| cycle | designer | weakest in the feedback | targeted | repeated envs | settings added / dropped |",
+                  "|---|---|---|---|---|---|"]
+        for a in r["adaptation"]:
+            for d, row in enumerate(a["designers"]):
+                lines.append(f"| {a['cycle'] + 1} | {d} | {', '.join(row['weakest'])} | "
+                             f"{len(row['targeted_weakest'])}/{len(row['weakest'])} | "
+                             f"{row['repeated_environments']}/{row['environments']} | "
+                             f"{row['new_settings']} / {row['dropped_settings']} |")
     if r["environments"]:
         lines += ["", "## Environments per cycle", ""]
         for d in r["environments"]:

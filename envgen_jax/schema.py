@@ -92,15 +92,20 @@ class Setting:
             return "true" if value else "false"
         return repr(value) if isinstance(value, str) else str(value)
 
-    def json_schema(self) -> dict:
-        if self.kind is str:
-            return {"type": "string", "enum": list(self.choices)}
+    def json_schema(self, changes_only: bool = False) -> dict:
+        """`changes_only`: leave the default out of the allowed values, so that a reply constrained by the schema
+        can only write a setting it changes (the 1.5B model filled configs with standard values, making its
+        environments identical); the validator still accepts the default."""
         if self.kind is bool:
-            return {"type": "boolean"}
-        # Small local models' grammar converters ignore minimum/maximum but honour enums, so bounded integers are
-        # offered as explicit value lists (see shared/docs/local-llm.md).
-        values = list(self.suggested) if self.suggested else list(range(self.minimum, self.maximum + 1))
-        return {"type": "integer", "enum": values}
+            return {"type": "boolean", "enum": [not self.default]} if changes_only else {"type": "boolean"}
+        if self.kind is str:
+            kind, values = "string", list(self.choices)
+        else:
+            # Small local models' grammar converters ignore minimum/maximum but honour enums, so bounded integers
+            # are offered as explicit value lists (see shared/docs/local-llm.md).
+            kind, values = "integer", list(self.suggested) if self.suggested else list(range(self.minimum,
+                                                                                             self.maximum + 1))
+        return {"type": kind, "enum": [v for v in values if not (changes_only and v == self.default)]}
 
 
 def setting(section: str, default: Any, doc: str, *, choices: Sequence[str] | None = None, minimum: int | None = None,
@@ -193,12 +198,13 @@ class SchemaConfig:
         return "; ".join(f"{k}={Setting.format(v)}" for body in changed.values() for k, v in body.items())
 
     @classmethod
-    def json_schema(cls) -> dict:
-        """JSON Schema of one configuration (every setting optional, nothing else allowed)."""
+    def json_schema(cls, changes_only: bool = False) -> dict:
+        """JSON Schema of one configuration (every setting optional, nothing else allowed); `changes_only`: each
+        setting's default left out of its values (Setting.json_schema)."""
         props: dict = {}
         for s in cls.schema():
             section = props.setdefault(s.section, {"type": "object", "properties": {}, "additionalProperties": False})
-            section["properties"][s.name] = s.json_schema()
+            section["properties"][s.name] = s.json_schema(changes_only)
         return {"type": "object", "properties": props, "additionalProperties": False}
 
     @classmethod

@@ -56,7 +56,12 @@ STATISTICS = {
     "difference": f"mean(method) - mean({REFERENCE}); its {CONFIDENCE:.0%} interval is a percentile bootstrap that "
                   f"resamples each method's seeds independently (the runs are not paired)",
     "test": "Welch's two-sided t-test (scipy.stats.ttest_ind, equal_var=False) of the per-seed values",
+    "pairwise": "every pair of finished methods: Welch's p adjusted by Holm's step-down method over all pairs (one "
+                "family per metric), and P(a seed of A beats a seed of B), ties counted half",
 }
+SECOND_REFERENCE = "envgen"  # each method is also compared with EnvGen
+LONG_CHAIN = ("collect_stone", "make_stone_pickaxe", "place_furnace", "collect_iron", "make_iron_pickaxe",
+              "make_iron_sword")  # the paper's figure of unlock times
 
 
 # ------------------------------------------------------------------------------------------------------ statistics
@@ -100,6 +105,38 @@ def difference(values: Sequence[float | None], reference: Sequence[float | None]
         test = ttest_ind(x, r, equal_var=False)
         out.update(t=float(test.statistic), df=float(test.df), p_value=float(test.pvalue))
     return out
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None: no test, left out of the family)."""
+    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(known):
+        running = max(running, min(1.0, (len(known) - rank) * p))
+        out[i] = running
+    return out
+
+
+def superiority(values: Sequence[float | None], other: Sequence[float | None]) -> float | None:
+    """The probability that a seed of one method beats a seed of the other (ties count half): the share of all
+    seed pairs, i.e. the common-language effect size, Mann-Whitney U / (n m)."""
+    x, y = _values(values), _values(other)
+    if not x.size or not y.size:
+        return None
+    return float(((x[:, None] > y[None, :]).sum() + 0.5 * (x[:, None] == y[None, :]).sum()) / (x.size * y.size))
+
+
+def pairwise(per_seed: dict[str, Sequence[float | None]]) -> list[dict]:
+    """Every pair of methods: the difference of means with its interval and Welch's p, the p-value adjusted by
+    Holm over all pairs, and the probability that a seed of the first beats a seed of the second."""
+    names = list(per_seed)
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    rows = [{"a": a, "b": b, **difference(per_seed[a], per_seed[b]),
+             "p_superior": superiority(per_seed[a], per_seed[b])} for a, b in pairs]
+    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
+        row["p_holm"] = adjusted
+    return rows
 
 
 def stale_restarts(chunks: list[dict]) -> dict:
@@ -273,8 +310,10 @@ def _read_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def method_summary(run_dir: Path, report: dict | None, reference: dict | None, error: str | None = None) -> dict:
-    """One method's row of the comparison, from its run directory; `reference` is ppo's report.json (or None)."""
+def method_summary(run_dir: Path, report: dict | None, reference: dict | None, error: str | None = None,
+                   second: dict | None = None) -> dict:
+    """One method's row of the comparison, from its run directory; `reference` is ppo's report.json (or None),
+    `second` envgen's (or None)."""
     status = ("finished" if report is not None else "failed" if error
               else "started" if latest_checkpoint(run_dir) is not None else "not started")
     entry: dict = {"status": status, "error": error, "sessions": _read_lines(run_dir / "sessions.jsonl")}
@@ -288,6 +327,11 @@ def method_summary(run_dir: Path, report: dict | None, reference: dict | None, e
         "score": mean_ci(report["score_per_seed"]), "reward": mean_ci(report["reward_per_seed"]),
         f"vs_{REFERENCE}": None if reference is None else {
             k: difference(report[f"{k}_per_seed"], reference[f"{k}_per_seed"]) for k in ("score", "reward")},
+        f"vs_{SECOND_REFERENCE}": None if second is None else {
+            k: difference(report[f"{k}_per_seed"], second[f"{k}_per_seed"]) for k in ("score", "reward")},
+        "first_unlock_steps": {a: report.get("first_unlock_steps", {}).get(a) for a in LONG_CHAIN},
+        "llm_tokens": llm_tokens(run_dir / "llm_transcript.jsonl"),
+        "steps_per_second": _steps_per_second(chunks),
         "achievements": report["achievements"], "achievements_std": report["achievements_std"],
         "evaluations": [{"after": "final" if e.get("final") else f"cycle {e['cycle'] + 1}",
                          "env_steps": e["env_steps"], "episodes_per_seed": e["episodes_per_seed"],
@@ -295,11 +339,41 @@ def method_summary(run_dir: Path, report: dict | None, reference: dict | None, e
                          "score_per_seed": e["crafter_score_per_seed"], "success_mean": e["success_mean"]}
                         for e in evals],
         "environment_learning": report.get("environment_learning", []),
+        "adaptation": adaptation_summary(report.get("adaptation")),
         "llm_calls": report["llm_calls"], "llm_seconds": report.get("llm_seconds"),
         "train_seconds": sum(c["seconds"] for c in chunks), "wall_seconds": report["wall_seconds"],
         "stale_restarts": stale_restarts(chunks),
     })
     return entry
+
+
+def adaptation_summary(entries: list[dict] | None) -> dict | None:
+    """A method's report.json "adaptation" in brief: per cycle after the first, the share of the feedback's weakest
+    quarter some environment targets and the share of environments repeated from earlier cycles; and their means."""
+    if not entries:
+        return None
+    return {"per_cycle": [{"cycle": e["cycle"], "targeted_share": e["targeted_share"],
+                           "repeated_share": e["repeated_share"],
+                           "same_design": all(d["same_design"] for d in e["designers"])} for e in entries],
+            "targeted_share": float(np.mean([e["targeted_share"] for e in entries])),
+            "repeated_share": float(np.mean([e["repeated_share"] for e in entries]))}
+
+
+def llm_tokens(transcript: Path) -> dict | None:
+    """Prompt and completion tokens over every LLM exchange of a run (repairs included), from its transcript."""
+    exchanges = [r for r in _read_lines(transcript) if r.get("event") == "exchange"]
+    if not exchanges:
+        return None
+    usage = [r.get("usage") or {} for r in exchanges]
+    return {k: sum(u.get(k) or 0 for u in usage) for k in ("prompt_tokens", "completion_tokens")} | {
+        "replies": len(exchanges)}
+
+
+def _steps_per_second(chunks: list[dict]) -> float | None:
+    """Env steps per second over all agents, from the chunks' own timings (compilation included)."""
+    seconds = sum(c["seconds"] for c in chunks)
+    steps = sum(c["steps_per_second"] * c["seconds"] for c in chunks)
+    return steps / seconds if seconds else None
 
 
 def build_comparison(out: Path, settings: StudySettings, errors: dict[str, str] | None = None) -> dict:
@@ -317,8 +391,11 @@ def build_comparison(out: Path, settings: StudySettings, errors: dict[str, str] 
         "environment": environment(),
         "reference": REFERENCE,
         "statistics": STATISTICS,
-        "methods": {m: method_summary(out / m, reports[m], reference if m != REFERENCE else None, errors.get(m))
+        "methods": {m: method_summary(out / m, reports[m], reference if m != REFERENCE else None, errors.get(m),
+                                      reports.get(SECOND_REFERENCE) if m != SECOND_REFERENCE else None)
                     for m in settings.methods},
+        "pairwise": {k: pairwise({m: r[f"{k}_per_seed"] for m, r in reports.items() if r is not None})
+                     for k in ("score", "reward")},
     }
 
 
@@ -408,12 +485,46 @@ def markdown(study: dict, plots: list[str]) -> str:
                     "26.8 +/- 0.8 / 12.2 +/- 0.7 (score % / reward). Our agent differs: compare methods with each "
                     "other.", ""]
 
+    second = [(m, r[f"vs_{SECOND_REFERENCE}"]["score"]) for m, r in done.items()
+              if r.get(f"vs_{SECOND_REFERENCE}")]
+    if second:
+        lines += [f"Against {SECOND_REFERENCE} ({score_name}): " + "; ".join(
+            f"{m} {_num(d['difference'], sign=True)} {_interval(d['ci95'])}, p {_p(d['p_value'])}" for m, d in second)
+            + ".", ""]
+    pairs = [r for r in study.get("pairwise", {}).get("score", []) if r["difference"] is not None]
+    if pairs:
+        lines += [f"## Every pair of methods ({score_name})", "",
+                  "Welch's p adjusted by Holm over all pairs; P(A > B): the probability that a seed of A beats a seed "
+                  "of B (ties half).", "",
+                  "| A | B | A - B [95% CI] | p | p (Holm) | P(A > B) |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['a']} | {r['b']} | {_num(r['difference'], sign=True)} {_interval(r['ci95'])} | "
+                  f"{_p(r['p_value'])} | {_p(r['p_holm'])} | {_num(r['p_superior'], 2)} |" for r in pairs]
+        lines.append("")
+    if done and any(r.get("first_unlock_steps") for r in done.values()):
+        lines += ["## The long chain: success in the scored phase and the first unlock", "",
+                  "Success: % of scored episodes (mean over seeds). First unlock: the env step (per seed, at the end "
+                  "of the chunk) by which some training episode, in any environment, first unlocked it; median over "
+                  "the seeds that did, and how many did.", "",
+                  "| method | " + " | ".join(LONG_CHAIN) + " |", "|---" * (len(LONG_CHAIN) + 1) + "|"]
+        for m, r in done.items():
+            cells = []
+            for a in LONG_CHAIN:
+                steps = [x for x in (r["first_unlock_steps"].get(a) or []) if x is not None]
+                seeds = len(r["first_unlock_steps"].get(a) or [])
+                unlock = f"{np.median(steps) / 1e6:.2f}M ({len(steps)}/{seeds})" if steps else f"never (0/{seeds})"
+                cells.append(f"{_num(r['achievements'].get(a), 2)}%, {unlock}")
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        lines.append("")
+
     lines += ["## Cost, and checks on the training", "",
-              "| method | LLM calls | LLM s | training s | wall s | env steps per seed | scored episodes per seed | "
-              "stale restarts |", "|---" * 8 + "|"]
+              "| method | LLM calls | LLM s | LLM tokens in / out | training s | steps/s (all seeds) | wall s | "
+              "env steps per seed | scored episodes per seed | stale restarts |", "|---" * 10 + "|"]
     for m, r in done.items():
         stale = r["stale_restarts"]
-        lines.append(f"| {m} | {r['llm_calls']} | {_num(r['llm_seconds'], 0)} | {r['train_seconds']:.0f} | "
+        tokens = r.get("llm_tokens")
+        token_cell = "-" if not tokens else f"{tokens['prompt_tokens']:,} / {tokens['completion_tokens']:,}"
+        lines.append(f"| {m} | {r['llm_calls']} | {_num(r['llm_seconds'], 0)} | {token_cell} | "
+                     f"{r['train_seconds']:.0f} | {_num(r.get('steps_per_second'), 0)} | "
                      f"{r['wall_seconds']:.0f} | {r['env_steps']:,} | "
                      f"{', '.join(map(str, r['scored_episodes_per_seed']))} | "
                      f"{_num(None if stale['share'] is None else 100 * stale['share'], 2)} % |")
@@ -433,6 +544,18 @@ def markdown(study: dict, plots: list[str]) -> str:
                   "|---" * (len(evals) + 1) + "|"]
         lines += [f"| {m} | " + " | ".join(f"{_num(e['score_mean'])} +/- {_num(e['score_std'])}"
                                           for e in r["evaluations"]) + " |" for m, r in done.items()]
+        adapted = {m: r["adaptation"] for m, r in done.items() if r.get("adaptation")}
+        if adapted:
+            lines += ["", "## How each method's designs answered the feedback", "",
+                      "Per cycle after the first (report.json \"adaptation\"): the share of the weakest quarter of the "
+                      "achievements in the feedback that some new environment targets (llm/targeting.py's map), and the "
+                      "share of environments repeated from an earlier cycle.", "",
+                      "| method | weakest targeted (mean) | repeated envs (mean) | per cycle: targeted / repeated |",
+                      "|---|---|---|---|"]
+            lines += [f"| {m} | {100 * a['targeted_share']:.0f}% | {100 * a['repeated_share']:.0f}% | "
+                      + ", ".join(f"c{c['cycle'] + 1}: {100 * c['targeted_share']:.0f}% / "
+                                  f"{100 * c['repeated_share']:.0f}%" + (" (same design)" if c["same_design"] else "")
+                                  for c in a["per_cycle"]) + " |" for m, a in adapted.items()]
         learned = {m: r["environment_learning"] for m, r in done.items() if r["environment_learning"]}
         if learned:
             lines += ["", "## Learning inside each LLM environment", ""]

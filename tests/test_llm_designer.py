@@ -422,3 +422,37 @@ def test_every_request_has_its_own_seed_and_repeats_of_any_earlier_design_go_bac
     assert restored.history == designer.history
     old = {k: v for k, v in state.items() if k not in ("history", "targets")}
     assert Designer.from_state(old, settings).history == [designer.configs]
+
+
+def test_one_environment_per_reply_in_consecutive_turns(tmp_path):
+    """llm.envs_per_reply: the design is asked in turns of the same conversation; a repeat of an environment
+    written earlier in the design goes back; the designer changes only once the whole design is accepted."""
+    settings = LLMSettings(**{**SETTINGS.to_dict(), "envs_per_reply": 1, "targets": False})
+    a, b = varied_configs(CrafterConfig, 2, offset=1)
+    designer, client, _ = make(tmp_path, [design_json([a]), design_json([a]), design_json([b])], settings=settings)
+    configs, _ = designer.generate(2)
+    assert [c.to_dict(only_changed=True) for c in configs] == [a, b] and len(client.calls) == 3
+    first = client.calls[0]
+    assert first["response_format"]["json_schema"]["schema"]["properties"]["environments"]["minItems"] == 1
+    assert "this reply holds environment 1 only" in first["messages"][0]["content"]
+    assert "Now write environment 2 of the 2" in client.calls[1]["messages"][-1]["content"]
+    assert "the same as environment 1, which you already wrote in this design" in client.calls[2]["messages"][-1]["content"]
+    assert [m["role"] for m in designer.messages] == ["user", "assistant", "user", "assistant"]
+    assert designer.requests == 2 and designer.history == [configs]
+    # The second turn failing for good leaves the conversation and the design as they were.
+    bad = LLMSettings(**{**settings.to_dict(), "max_repairs": 0})
+    designer, client, _ = make(tmp_path / "b", [design_json([a]), "no JSON"], settings=bad)
+    with pytest.raises(DesignError):
+        designer.generate(2)
+    assert designer.messages == [] and designer.configs == [] and designer.requests == 0
+
+
+def test_schema_offers_only_values_that_change_a_setting():
+    from envgen_jax.llm.prompts import output_schema
+    config = output_schema(CrafterConfig, 2, changes_only=True)["properties"]["environments"]["items"]["properties"]
+    sections = config["config"]["properties"]
+    assert "natural" not in sections["environment_settings"]["properties"]["target_biome"]["enum"]
+    assert "common" not in sections["environment_settings"]["properties"]["coal_rarity"]["enum"]
+    assert 0 not in sections["inventory_settings"]["properties"]["wood"]["enum"]
+    assert sections["creature_settings"]["properties"]["peaceful"] == {"type": "boolean", "enum": [True]}
+    assert CrafterConfig.from_dict({"environment_settings": {"coal_rarity": "common"}}) == CrafterConfig()  # still valid

@@ -75,6 +75,20 @@ def test_feedback_reaches_the_llm(envgen_run):
     for name in ("collect_wood", "place_table", "collect_diamond"):
         mean, std = (100 * (first_eval[k][name] or 0.0) for k in ("success_mean", "success_std"))
         assert f"{name}: {_pct(mean)}% +/- {_pct(std)}%" in feedback  # the numbers the evaluation measured
+    # The earlier environments in words, each with what the agent unlocked inside it in cycle 1 (the run's own
+    # per-environment measurement, report.json "environment_learning").
+    inside = report["environment_learning"][0]["environments"]
+    for i, env in enumerate(inside):
+        line = feedback.split(f"Environment {i + 1} (tried):")[1].split("\n")[0]
+        rates = [(v, k) for k, v in env["success"].items() if v is not None]
+        if not rates:
+            assert "No episode finished in it" in line
+        elif max(rates)[0] >= 1:
+            assert f"{max(rates)[1]} {_pct(max(rates)[0])}%" in line
+    # How the design of cycle 2 answered that feedback: the weakest quarter, and what the new design serves.
+    (adapt,) = report["adaptation"]
+    assert adapt["cycle"] == 1 and len(adapt["designers"][0]["weakest"]) == 6  # 22 achievements / 4, rounded up
+    assert "## How each design answered its feedback" in (out / "report.md").read_text()
 
 
 def test_score_is_the_crafter_score_of_pooled_rates(envgen_run):
@@ -106,6 +120,17 @@ def test_report_shows_learning_inside_each_llm_environment(envgen_run):
                            and c["phase"] == "llm"], axis=0)
         assert np.sum([e["episodes_per_seed"] for e in envs], axis=0).tolist() == in_phase.tolist()
     assert "## Learning inside each LLM environment" in (out / "report.md").read_text()
+    # Unlock times: an achievement some scored episode of seed s unlocked was first unlocked by then (at a chunk's
+    # end), and the step is one at which a chunk ended.
+    from envgen_jax.loop import latest_checkpoint
+    from envgen_jax.trainer.checkpoint import load_metadata
+    scored = np.asarray(load_metadata(latest_checkpoint(out))["loop"]["scored"]["achievement_counts"])
+    chunk_ends = {c["env_steps"] for c in chunks}
+    for a, name in enumerate(report["achievements"]):
+        for s, step in enumerate(report["first_unlock_steps"][name]):
+            assert step is None or step in chunk_ends
+            if scored[s, a] > 0:
+                assert step is not None and step <= report["env_steps"]
 
 
 def test_a_checkpoint_from_before_the_new_loop_fields_still_resumes(envgen_run, tmp_path):

@@ -43,3 +43,33 @@ def test_no_finished_episode_reports_none_not_zero():
     out = scored_summary({k: np.asarray(v).tolist() for k, v in vars(stats).items()}, ["a", "b"], "crafter")
     assert out["score"] is None and out["reward"] is None and out["achievements"] == {"a": None, "b": None}
     assert out["episodes_per_seed"] == [0, 0]
+
+
+def test_adaptation_names_the_weakest_skills_each_design_serves_and_its_repeats():
+    from types import SimpleNamespace
+
+    from envgen_jax.envs.crafter.config import CrafterConfig
+    from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS as names
+    from envgen_jax.report import adaptation
+
+    wood = {"environment_settings": {"tree_rarity": "very common"}}
+    iron = {"environment_settings": {"iron_rarity": "very common"}, "inventory_settings": {"stone_pickaxe": 1}}
+    cows = {"creature_settings": {"cows": "very common"}}
+    full = lambda c: CrafterConfig.from_dict(c).to_dict()  # noqa: E731 -- designs are recorded in full
+    # The feedback after cycle 1: every achievement at 50% but the iron chain and drinking (0-3%).
+    rates = {n: 0.5 for n in names} | {"collect_iron": 0.0, "make_iron_pickaxe": 0.01, "make_iron_sword": 0.02,
+                                       "collect_diamond": 0.0, "collect_drink": 0.03, "eat_plant": 0.04}
+    state = SimpleNamespace(
+        designs=[{"cycle": 0, "designers": [{"configs": [full(wood), full(cows)]}]},
+                 {"cycle": 1, "designers": [{"configs": [full(iron), full(wood)]}]}],
+        evals=[{"cycle": 0, "final": False, "success_mean": rates}])
+    (entry,) = adaptation(state, list(names), CrafterConfig)
+    row = entry["designers"][0]
+    # 22 achievements: the bottom 6 (ties in the listed order).
+    assert row["weakest"] == ["collect_diamond", "collect_iron", "make_iron_pickaxe", "make_iron_sword",
+                              "collect_drink", "eat_plant"]
+    # More iron and a stone pickaxe serve collect_iron and, as its prerequisite, the iron tools; nothing gives
+    # water or saplings, and nothing an iron pickaxe or more diamonds for collect_diamond.
+    assert row["targeted_weakest"] == ["collect_iron", "make_iron_pickaxe", "make_iron_sword"]
+    assert entry["targeted_share"] == 0.5 and row["repeated_environments"] == 1 and entry["repeated_share"] == 0.5
+    assert (row["new_settings"], row["dropped_settings"], row["same_design"]) == (2, 1, False)

@@ -11,7 +11,7 @@ from scipy.special import stdtr
 
 from envgen_jax.cli import main
 from envgen_jax.loop import EnvGenRun
-from envgen_jax.study import RESAMPLES, RNG_SEED, difference, mean_ci, reconcile, resolve
+from envgen_jax.study import RESAMPLES, RNG_SEED, difference, holm, mean_ci, pairwise, reconcile, resolve, superiority
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = [
@@ -24,7 +24,7 @@ TINY = [
 ARGS = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", "ppo,random", "--seeds", "2",
         *sum([["--set", s] for s in TINY], [])]
 # What may differ between two builds of the same study: time taken, and which sessions ran where.
-VARYING = ("llm_seconds", "train_seconds", "wall_seconds", "sessions")
+VARYING = ("llm_seconds", "train_seconds", "wall_seconds", "sessions", "steps_per_second")
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +103,26 @@ def test_statistics_equal_plain_numpy(study):
         expected = _numpy_stats(x, r)
         assert data["methods"]["random"][key]["ci95"] == pytest.approx(expected["ci95"])
         assert data["methods"]["random"]["vs_ppo"][key]["p_value"] == pytest.approx(expected["p"])
+
+
+def test_holm_and_the_probability_that_a_seed_beats_another(study):
+    # Holm by hand: sorted 0.01, 0.02, 0.04 times 3, 2, 1 -> 0.03, 0.04, 0.04 (kept monotone), in input order; a
+    # missing test stays out of the family.
+    assert holm([0.04, 0.01, None, 0.02]) == pytest.approx([0.04, 0.03, None, 0.04], abs=1e-12)
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+    # P(a seed of A beats a seed of B), ties half: [1, 2, 3] vs [2, 3, 4] wins 3 > 2 and ties 2 = 2, 3 = 3 -> 2/9.
+    assert superiority([1.0, 2.0, 3.0], [2.0, 3.0, 4.0]) == pytest.approx(2 / 9)
+    assert superiority([2.0, 2.0], [2.0, 1.0]) == 0.75 and superiority([None], [1.0]) is None
+    rows = pairwise({"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 4.0], "c": [5.0, 6.0, 7.5]})
+    assert [(r["a"], r["b"]) for r in rows] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert rows[0]["p_superior"] == pytest.approx(2 / 9) and rows[1]["p_superior"] == 0.0
+    assert [r["p_holm"] for r in rows] == pytest.approx(holm([r["p_value"] for r in rows]))
+    assert rows[1]["p_holm"] > rows[1]["p_value"]  # three tests: the smallest p is tripled
+    # The study's pairs: ppo vs random, a family of one.
+    _, data = study
+    (pair,) = data["pairwise"]["score"]
+    assert (pair["a"], pair["b"]) == ("ppo", "random") and pair["p_holm"] == pytest.approx(pair["p_value"])
+    assert "## Every pair of methods" in (study[0] / "study.md").read_text()
 
 
 def test_statistics_say_why_they_are_missing():

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, Sampling, make_openai_client
 from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
-from envgen_jax.llm.prompts import feedback_prompt, generation_prompt, output_schema, repair_prompt
+from envgen_jax.llm.prompts import feedback_prompt, generation_prompt, next_prompt, output_schema, repair_prompt
 from envgen_jax.llm.reply import parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec, get_env_spec
@@ -64,7 +64,8 @@ class Designer:
 
     def generate(self, n: int = 4) -> Design:
         """Ask for n environments. Starts the conversation, or continues it if one exists."""
-        return self._design(generation_prompt(self.spec, self._check_n(n), self.settings), n, "generate")
+        per = self.settings.envs_per_reply
+        return self._design(generation_prompt(self.spec, self._check_n(n), self.settings, per), n, "generate", per)
 
     def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None,
                  notes: Sequence[str] | None = None,
@@ -79,9 +80,10 @@ class Designer:
         """
         targets = self.targets if previous is None else None
         previous = list(self.configs if previous is None else previous)
+        per = self.settings.envs_per_reply
         prompt = feedback_prompt(self.spec, success, previous, self._check_n(n), with_generation=not self.messages,
-                                 notes=notes, settings=self.settings, targets=targets, inside=inside)
-        return self._design(prompt, n, "feedback")
+                                 notes=notes, settings=self.settings, targets=targets, inside=inside, per_reply=per)
+        return self._design(prompt, n, "feedback", per)
 
     def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:
         """Send any user turn (e.g. a curriculum's prompt) and get n validated environments, with the same
@@ -175,36 +177,54 @@ class Designer:
         client = make_openai_client(s)
         return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})")
 
-    def _sampling(self, attempt: int) -> Sampling:
-        """Each request samples with its own seed (llm.seed + 1000 x the requests so far + the try), so a later
+    def _sampling(self, attempt: int, request: int) -> Sampling:
+        """Each request samples with its own seed (llm.seed + 1000 x the requests before it + the try), so a later
         cycle cannot replay an earlier one's tokens while a rerun asks exactly the same; repair turns sample at
         llm.repair_temperature (None: llm.temperature)."""
         s = self.settings
-        seed = (s.seed or 0) + 1000 * self.requests + attempt
+        seed = (s.seed or 0) + 1000 * request + attempt
         if attempt == 0 or s.repair_temperature is None:
             return Sampling(s.temperature, seed)
         return Sampling(s.repair_temperature, seed)
 
-    def _design(self, prompt: str, n: int, kind: str) -> Design:
+    def _design(self, prompt: str, n: int, kind: str, per_reply: int | None = None) -> Design:
+        """n validated environments, asked `per_reply` at a time (all at once by default) in consecutive turns of
+        the conversation; the conversation and the designer's state change only once all n are accepted."""
+        per = min(per_reply or n, n)
+        messages, configs, purposes, targets = list(self.messages), [], [], []
+        for part, first in enumerate(range(0, n, per)):
+            count = min(per, n - first)
+            text = prompt if first == 0 else next_prompt(first + 1, first + count, n)
+            parsed, messages = self._reply(messages, text, count, kind, self.requests + part, configs)
+            configs += parsed.configs
+            purposes += parsed.purposes
+            targets += [list(t) for t in parsed.targets]
+        self.messages, self.configs, self.purposes, self.targets = messages, configs, purposes, targets
+        self.history.append(list(configs))
+        self.requests += -(-n // per)
+        return Design(list(configs), list(purposes))
+
+    def _reply(self, conversation: list[dict], prompt: str, n: int, kind: str, request: int,
+               written: Sequence[Any] = ()):
+        """One user turn answered with n valid environments, repairs included: (the parsed reply, the conversation
+        with the turn and the accepted reply). `written`: environments of this design accepted in earlier turns."""
         cls_ = self.spec.config_cls
         names = self.spec.achievements if self.settings.targets else ()
-        schema = output_schema(cls_, n, names)
+        schema = output_schema(cls_, n, names, changes_only=self.settings.only_changes)
         llm = self._client()
-        request = self.requests
-        messages = [*self.messages, {"role": "user", "content": prompt}]
+        messages = [*conversation, {"role": "user", "content": prompt}]
         parsed = None
         for attempt in range(self.settings.max_repairs + 1):
-            sampling = self._sampling(attempt)
+            sampling = self._sampling(attempt, request)
             reply = llm.complete(messages, schema, sampling)
             parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check, names)
             advice = (design_advice(parsed.configs, parsed.purposes, self.history, self.settings.advice,
-                                    parsed.targets) if parsed.ok else [])
+                                    parsed.targets, written) if parsed.ok else [])
             last_try = attempt == self.settings.max_repairs
             accepted = parsed.ok and (not advice or last_try)  # advice asks for a repair but never fails a step
             self.transcript.write({
                 "event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind, "try": attempt,
-                "mode": llm.mode,
-                "temperature": sampling.temperature, "seed": sampling.seed, "messages": messages,
+                "mode": llm.mode, "temperature": sampling.temperature, "seed": sampling.seed, "messages": messages,
                 "reply": reply.text, "finish_reason": reply.finish_reason,
                 "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
                 "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
@@ -214,15 +234,10 @@ class Designer:
             if accepted:
                 # Failed tries and repair turns stay in the transcript but not in the conversation: later cycles
                 # see a clean history, and small local models keep their context for what matters.
-                self.messages = [*messages[:len(self.messages) + 1], {"role": "assistant", "content": reply.text}]
-                self.configs, self.purposes = list(parsed.configs), list(parsed.purposes)
-                self.targets = [list(t) for t in parsed.targets]
-                self.history.append(list(parsed.configs))
-                self.requests += 1
                 self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": True,
                                        "replies": attempt + 1, "repairs": attempt, "problems": [],
                                        "advice_left": advice})
-                return Design(list(parsed.configs), list(parsed.purposes))
+                return parsed, [*messages[:len(conversation) + 1], {"role": "assistant", "content": reply.text}]
             if attempt < self.settings.max_repairs:
                 echo = reply.text if len(reply.text) <= MAX_ECHO_CHARS else reply.text[:MAX_ECHO_CHARS] + " ...(cut)"
                 messages = [*messages, {"role": "assistant", "content": echo or "(empty reply)"},
@@ -235,24 +250,30 @@ class Designer:
 
 
 def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_designs: Sequence[Sequence[Any]] = (),
-                  checks: str = "all", targets: Sequence[Sequence[str]] = ()) -> list[str]:
+                  checks: str = "all", targets: Sequence[Sequence[str]] = (), written: Sequence[Any] = ()
+                  ) -> list[str]:
     """Valid designs that waste a slot: environments that repeat another, repeat one the agent already trained in
     (any of `earlier_designs`, oldest first), change nothing, name targets their settings give nothing for
     (`targets`, llm.targets; `targeting.helps`), or do not do what their purpose says (a purpose that promises a
     wood pickaxe must give one; `targeting.purpose_problems`, a word heuristic). They go back for repair like
     invalid ones, but a design still holding them after the last repair is used (and the advice recorded): quality
     problems must not stop a run, and the heuristics must never overrule the LLM for good. `checks`: "all",
-    "duplicates" (repeated or unchanged environments only) or "none" (LLMSettings.advice)."""
+    "duplicates" (repeated or unchanged environments only) or "none" (LLMSettings.advice). `written`: environments
+    of the same design accepted in earlier replies (llm.envs_per_reply), which a new one must not repeat either."""
     advice = []
     if checks == "none":
         return advice
     for i, config in enumerate(configs):
         first = next((j for j in range(i) if configs[j] == config), None)
+        before = next((j for j, old in enumerate(written) if old == config), None)
         earlier = next(((k, j) for k, design in enumerate(earlier_designs) for j, old in enumerate(design)
                         if old == config), None)
         if first is not None:
             advice.append(f"environments[{i}].config is the same as environments[{first}].config; make every "
                           f"environment different, each aimed at its own skills")
+        elif before is not None:
+            advice.append(f"environments[{i}].config is the same as environment {before + 1}, which you already wrote "
+                          f"in this design; make every environment different, each aimed at its own skills")
         elif config == type(config).original():
             advice.append(f"environments[{i}].config changes nothing (it is the original game); change the settings "
                           f"that serve its purpose")

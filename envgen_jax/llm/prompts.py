@@ -52,12 +52,26 @@ ENVIRONMENT_KEYS = {
 }
 
 
-def output_format(spec: EnvSpec, n: int, settings: LLMSettings | None = None) -> str:
+def output_format(spec: EnvSpec, n: int, settings: LLMSettings | None = None, per_reply: int | None = None) -> str:
+    """How to reply; with `per_reply` below n (llm.envs_per_reply), the first reply holds that many of the n."""
     # No example configuration: small models copy an example instead of designing (measured, see README).
     targets = (settings or LLMSettings()).targets
     keys = string.Template(ENVIRONMENT_KEYS[targets]).substitute(skills=spec.skills)
-    return render((PROMPTS_DIR / "output_format.txt").read_text(encoding="utf-8"), "output_format.txt",
-                  ("num_envs", "environment_keys"), num_envs=n, environment_keys=keys).strip()
+    count = min(per_reply or n, n)
+    text = render((PROMPTS_DIR / "output_format.txt").read_text(encoding="utf-8"), "output_format.txt",
+                  ("num_envs", "environment_keys"), num_envs=count, environment_keys=keys).strip()
+    if count < n:
+        text = (f"You will write the {n} environments {count} per reply, in turns: this reply holds environment"
+                f"{'s 1 to ' + str(count) if count > 1 else ' 1'} only, and you will then be asked for the next. "
+                + text)
+    return text
+
+
+def next_prompt(first: int, last: int, total: int) -> str:
+    """The turn that asks for the next environments of a design written a few per reply (llm.envs_per_reply)."""
+    which = f"environment {first}" if first == last else f"environments {first} to {last}"
+    return render((PROMPTS_DIR / "next_environments.txt").read_text(encoding="utf-8"), "next_environments.txt",
+                  ("which", "num_envs"), which=which, total=total, num_envs=last - first + 1).strip()
 
 
 def format_achievements(spec: EnvSpec, settings: LLMSettings | None = None) -> str:
@@ -68,12 +82,13 @@ def format_achievements(spec: EnvSpec, settings: LLMSettings | None = None) -> s
     return "\n".join(f"{name}: needs {needs[name]}" for name in spec.achievements)
 
 
-def generation_prompt(spec: EnvSpec, n: int, settings: LLMSettings | None = None) -> str:
+def generation_prompt(spec: EnvSpec, n: int, settings: LLMSettings | None = None, per_reply: int | None = None
+                      ) -> str:
     rules = spec.read_template("rules").strip()
     return render(spec.read_template("generate"), str(spec.template_path("generate")), REQUIRED_FIELDS["generate"],
                   title=spec.title, num_envs=n, achievements=format_achievements(spec, settings),
                   settings=spec.config_cls.describe_settings(), rules=rules,
-                  output_format=output_format(spec, n, settings)).strip()
+                  output_format=output_format(spec, n, settings, per_reply)).strip()
 
 
 def normalise_success(spec: EnvSpec, success: Success) -> dict[str, tuple[float, float]]:
@@ -177,7 +192,8 @@ def summarise_configs(configs: Sequence[Any], targets: Sequence[Sequence[str]] |
 def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n: int,
                     with_generation: bool = False, notes: Sequence[str] | None = None,
                     settings: LLMSettings | None = None, targets: Sequence[Sequence[str]] | None = None,
-                    inside: Sequence[Mapping[str, float | None] | None] | None = None) -> str:
+                    inside: Sequence[Mapping[str, float | None] | None] | None = None,
+                    per_reply: int | None = None) -> str:
     """The feedback turn. `with_generation` prepends the generation prompt, for a conversation that starts here;
     `notes` annotate the previous configurations (envgen_sfl's learnability); with `llm.history: summary` they are
     described in words with their `targets` and the agent's success `inside` each (`summarise_configs`)."""
@@ -186,8 +202,8 @@ def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n:
              else format_configs(previous, notes))
     text = render(spec.read_template("feedback"), str(spec.template_path("feedback")), REQUIRED_FIELDS["feedback"],
                   title=spec.title, num_envs=n, success=format_success(spec, success, order="weakest"),
-                  previous_configs=shown, output_format=output_format(spec, n, settings)).strip()
-    return generation_prompt(spec, n, settings) + "\n\n" + text if with_generation else text
+                  previous_configs=shown, output_format=output_format(spec, n, settings, per_reply)).strip()
+    return generation_prompt(spec, n, settings, per_reply) + "\n\n" + text if with_generation else text
 
 
 def repair_prompt(problems: Sequence[str], n: int) -> str:
@@ -202,11 +218,13 @@ PURPOSE_MAX_CHARS = 400  # bounded strings: constrained decoding must close them
 MAX_TARGETS = 3
 
 
-def output_schema(config_cls, n: int, targets: Sequence[str] | None = None) -> dict:
+def output_schema(config_cls, n: int, targets: Sequence[str] | None = None, changes_only: bool = False) -> dict:
     """JSON Schema of a whole reply: a short analysis first (the model reasons before it designs: constrained
     decoding writes keys in this order), then exactly n environments, each a purpose and a valid config; with
-    `targets` (the game's achievement names, llm.targets) each environment first names 1-3 of them."""
-    environment = {"purpose": {"type": "string", "maxLength": PURPOSE_MAX_CHARS}, "config": config_cls.json_schema()}
+    `targets` (the game's achievement names, llm.targets) each environment first names 1-3 of them; with
+    `changes_only` (llm.only_changes) a setting's default is not among its values."""
+    environment = {"purpose": {"type": "string", "maxLength": PURPOSE_MAX_CHARS},
+                   "config": config_cls.json_schema(changes_only)}
     if targets:
         environment = {"targets": {"type": "array", "items": {"type": "string", "enum": list(targets)},
                                    "minItems": 1, "maxItems": MAX_TARGETS}, **environment}

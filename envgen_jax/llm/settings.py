@@ -61,6 +61,11 @@ class LLMSettings:
     # history: the earlier environments in the feedback turn, "summary" (their settings in words, what they trained
     # and what the agent unlocked inside each, marked as tried) or "json" (the configurations, as the paper did).
     history: History = "summary"
+    # only_changes: the reply's schema offers each setting's values except its default (a setting written is a
+    # setting changed; the validator still accepts defaults from unconstrained endpoints).
+    only_changes: bool = True
+    # envs_per_reply: environments asked per reply, in consecutive turns of the conversation (None: all in one).
+    envs_per_reply: int | None = None
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
@@ -92,6 +97,9 @@ class LLMSettings:
                 continue
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 out.append(f"llm.{name}: expected a positive integer, got {getattr(self, name)!r}")
+        if self.envs_per_reply is not None and (isinstance(self.envs_per_reply, bool) or not isinstance(
+                self.envs_per_reply, int) or self.envs_per_reply < 1):
+            out.append(f"llm.envs_per_reply: expected a positive integer or null, got {self.envs_per_reply!r}")
         for name in ("max_retries", "max_repairs"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 out.append(f"llm.{name}: expected an integer >= 0, got {getattr(self, name)!r}")
