@@ -432,7 +432,7 @@ def aims(overall: list[dict], by_env: list[dict] = (), by_profile: list[dict] = 
                     "per_env_met": bool(per_env) and all(v is not None and v >= AIM["per_env_targeting_at_least"]
                                                          for v in per_env.values()),
                     "repeats_met": repeats is not None and repeats <= AIM["repeats_at_most"],
-                    "first_cycle_met": bool(first) and sum(r["failures"] for r in first) == 0})
+                    "first_cycle_met": sum(r["failures"] for r in first) == 0 if first else None})
     return out
 
 
@@ -500,7 +500,9 @@ def markdown(result: dict) -> str:
                      f"{AIM['per_env_targeting_at_least']:.0%}: {met(a['per_env_met'])} ("
                      + ", ".join(f"{e} {pct(v)}" for e, v in a["targeting_per_env"].items())
                      + f"); repeats <= {AIM['repeats_at_most']:.0%}: {met(a['repeats_met'])} ({pct(a['repeats'])}); "
-                     f"first cycle valid: {met(a['first_cycle_met'])} ({a['first_cycle_failures']} failed)")
+                     f"first cycle valid: "
+                     + ("not measured" if a["first_cycle_met"] is None
+                        else f"{met(a['first_cycle_met'])} ({a['first_cycle_failures']} failed)"))
         lines.append(line + ".")
     if s.get("tiny"):
         lines.append("TINY RUN (--tiny): a smoke test of the machinery, not results.")

@@ -456,3 +456,11 @@ def test_schema_offers_only_values_that_change_a_setting():
     assert 0 not in sections["inventory_settings"]["properties"]["wood"]["enum"]
     assert sections["creature_settings"]["properties"]["peaceful"] == {"type": "boolean", "enum": [True]}
     assert CrafterConfig.from_dict({"environment_settings": {"coal_rarity": "common"}}) == CrafterConfig()  # still valid
+
+
+def test_an_environment_with_targets_is_held_to_them_not_to_its_purpose_words():
+    from envgen_jax.llm.designer import design_advice
+    zombies = CrafterConfig.from_dict({"creature_settings": {"zombies": "very common"}})
+    purpose = ["Fight zombies with a sword."]  # promises a sword the config does not give
+    assert design_advice([zombies], purpose, targets=[["defeat_zombie"]]) == []  # served: more zombies
+    assert "the purpose does not match" in design_advice([zombies], purpose)[0]  # no targets: the word check

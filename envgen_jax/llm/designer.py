@@ -254,8 +254,9 @@ def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_desig
                   ) -> list[str]:
     """Valid designs that waste a slot: environments that repeat another, repeat one the agent already trained in
     (any of `earlier_designs`, oldest first), change nothing, name targets their settings give nothing for
-    (`targets`, llm.targets; `targeting.helps`), or do not do what their purpose says (a purpose that promises a
-    wood pickaxe must give one; `targeting.purpose_problems`, a word heuristic). They go back for repair like
+    (`targets`, llm.targets; `targeting.helps`), or, without targets, do not do what their purpose says (a purpose
+    that promises a wood pickaxe must give one; `targeting.purpose_problems`, a word heuristic: an environment that
+    names its targets is held to those instead). They go back for repair like
     invalid ones, but a design still holding them after the last repair is used (and the advice recorded): quality
     problems must not stop a run, and the heuristics must never overrule the LLM for good. `checks`: "all",
     "duplicates" (repeated or unchanged environments only) or "none" (LLMSettings.advice). `written`: environments
@@ -284,11 +285,13 @@ def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_desig
             when = "your last design" if k == len(earlier_designs) - 1 else f"your design number {k + 1}"
             advice.append(f"environments[{i}].config repeats environment {j + 1} of {when}, which the agent already "
                           f"trained in; design a new one for the skills it still lacks")
-        elif i < len(targets) and (unserved := [t for t in targets[i] if not helps(config, [t])]):
+        elif i < len(targets) and targets[i]:  # the targets it names are checked, not its purpose's words
+            unserved = [t for t in targets[i] if not helps(config, [t])]
             settings = sorted({lever.name for t in unserved for lever in levers(type(config).ENV_NAME, t)})
-            advice.append(f"environments[{i}] targets {', '.join(unserved)}, but its config changes nothing that "
-                          f"helps {'it' if len(unserved) == 1 else 'them'}; change settings for those targets (for "
-                          f"example {', '.join(settings)}) or target what the config serves")
+            if unserved:
+                advice.append(f"environments[{i}] targets {', '.join(unserved)}, but its config changes nothing that "
+                              f"helps {'it' if len(unserved) == 1 else 'them'}; change settings for those targets "
+                              f"(for example {', '.join(settings)}) or target what the config serves")
         else:
             problems = purpose_problems(purposes[i] if i < len(purposes) else "", config) or []
             advice += [f"environments[{i}]: the purpose does not match the config: {p}" for p in problems]
