@@ -75,6 +75,52 @@ def choices(tp: Any) -> tuple:
     return tuple(c for arg in typing.get_args(tp) for c in choices(arg))
 
 
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """The range of a numeric setting, declared with its field (`bounded`) and checked by `declared_problems`."""
+
+    low: float | None = None
+    low_open: bool = False
+    high: float | None = None
+    high_open: bool = False
+
+    def problem(self, path: str, value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None  # a value of the wrong type is reported by the parser, which leaves it out
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if not (too_low or too_high):
+            return None
+        if self.high is not None and self.low is not None:
+            return (f"{path}: {value} is not in {'(' if self.low_open else '['}{self.low}, {self.high}"
+                    f"{')' if self.high_open else ']'}")
+        if self.high is not None:
+            return f"{path}: {value} is above the maximum {self.high}"
+        return f"{path}: {value} must be above {self.low}" if self.low_open else \
+            f"{path}: {value} is below the minimum {self.low}"
+
+
+def bounded(default: Any, *, minimum: float | None = None, above: float | None = None,
+            maximum: float | None = None, below: float | None = None) -> Any:
+    """A dataclass field with a declared range: `minimum`/`maximum` inclusive, `above`/`below` exclusive."""
+    bounds = Bounds(low=above if above is not None else minimum, low_open=above is not None,
+                    high=below if below is not None else maximum, high_open=below is not None)
+    return dataclasses.field(default=default, metadata={"bounds": bounds})
+
+
+def declared_problems(obj: Any, prefix: str) -> list[str]:
+    """Every declared check of dataclass `obj`: `Literal[...]` choices and `bounded` ranges, each problem named by
+    its path (`prefix` + field). The classes' `__post_init__` call it, so objects built in code are checked like
+    those read from YAML; checks that involve several fields stay there."""
+    out = choice_problems(obj, prefix)
+    for f in dataclasses.fields(obj):
+        bounds = f.metadata.get("bounds")
+        problem = bounds.problem(prefix + f.name, getattr(obj, f.name)) if bounds else None
+        if problem:
+            out.append(problem)
+    return out
+
+
 def choice_problems(obj: Any, prefix: str) -> list[str]:
     """Fields of dataclass `obj` typed `Literal[...]` whose value is not one of the choices (for `__post_init__`:
     objects built in code are checked like those read from YAML)."""

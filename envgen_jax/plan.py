@@ -120,7 +120,8 @@ def describe_plan(cfg) -> str:
     size = checkpoint_bytes(cfg)
     lines += [
         "",
-        f"env steps:   {steps:,} per seed ({scored:,} of them scored), {steps * cfg.num_agents:,} over all agents",
+        f"env steps:   {steps:,} per seed ({scored:,} of them scored), {steps * cfg.num_agents:,} over all "
+        f"{'agents' if cfg.num_agents != cfg.seeds else 'seeds'}",
         f"PPO updates: {updates:,} in {chunks:,} compiled chunks of {s.updates_per_chunk}; an update is "
         f"{cfg.ppo.num_envs} envs x {cfg.ppo.num_steps} steps = {cfg.steps_per_update:,} env steps",
         f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Literal, Sequence
 
-from envgen_jax.config_io import apply_overrides, choice_problems, from_mapping, load_config_file, to_mapping
+from envgen_jax.config_io import apply_overrides, bounded, declared_problems, from_mapping, load_config_file, to_mapping
 from envgen_jax import games, methods
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.schema import ConfigError
@@ -29,38 +29,30 @@ ENVS = games.NAMES
 class ScheduleConfig:
     """EnvGen's schedule (paper Table 1: 4 cycles, 0.96M pretraining steps, 1M scored steps)."""
 
-    cycles: int = 4
+    cycles: int = bounded(4, minimum=0)
     """EnvGen cycles N_cycle: each is (LLM step, training in LLM envs, training in the original env, evaluation)"""
-    llm_env_steps: int = 120_000
+    llm_env_steps: int = bounded(120_000, minimum=0)
     """steps per cycle in the LLM environments (T_LLM-Env; 4 x 0.12M + 4 x 0.12M = the paper's 0.96M)"""
-    original_env_steps: int = 120_000
+    original_env_steps: int = bounded(120_000, minimum=0)
     """steps per cycle in the original environment (T_Orig-Env), after the LLM environments"""
-    final_steps: int = 1_000_000
+    final_steps: int = bounded(1_000_000, minimum=0)
     """the scored phase: training in the original environment; its episodes alone make the score"""
-    envs_per_call: int = 4
+    envs_per_call: int = bounded(4, minimum=1)
     """LLM environments asked for per LLM call (N_env; paper 4)"""
-    llm_episode_length: int = 1024
+    llm_episode_length: int = bounded(1024, minimum=1)
     """episode length of LLM environments that do not set episode_settings.episode_length (paper: 1024)"""
     mixing: Literal["sequential", "mixed"] = "sequential"
     """'sequential': the paper's phases (LLM envs, then original); 'mixed': both at once in one chunk, with
     `original_share` of the env slots in the original game, for llm_env_steps + original_env_steps steps"""
-    original_share: float = 0.5
+    original_share: float = bounded(0.5, minimum=0, below=1)
     """share of env slots running the original game in 'mixed' mode"""
     feedback: Literal["pooled", "per_seed"] = "pooled"
     """'pooled': one designer sees success mean +/- std over seeds (4 calls in all); 'per_seed': a designer per seed"""
-    updates_per_chunk: int = 8
+    updates_per_chunk: int = bounded(8, minimum=1)
     """PPO updates per compiled chunk: the host (progress, checkpoints) acts between chunks"""
 
     def __post_init__(self):
-        problems = choice_problems(self, "schedule.")
-        if not 0.0 <= self.original_share < 1.0:
-            problems.append(f"schedule.original_share: {self.original_share} is not in [0, 1)")
-        for name in ("cycles", "llm_env_steps", "original_env_steps", "final_steps"):
-            if getattr(self, name) < 0:
-                problems.append(f"schedule.{name}: {getattr(self, name)} is below the minimum 0")
-        for name in ("envs_per_call", "updates_per_chunk", "llm_episode_length"):
-            if getattr(self, name) < 1:
-                problems.append(f"schedule.{name}: {getattr(self, name)} is below the minimum 1")
+        problems = declared_problems(self, "schedule.")
         if problems:
             raise ConfigError(problems, what="schedule")
 
@@ -69,29 +61,26 @@ class ScheduleConfig:
 class EvalConfig:
     """Evaluation in the original environment after every cycle (the LLM's feedback) and at the end."""
 
-    num_envs: int = 64
+    num_envs: int = bounded(64, minimum=1)
     """evaluation environments per seed"""
-    episodes_per_env: int = 1
+    episodes_per_env: int = bounded(1, minimum=1)
     """episodes counted per evaluation environment"""
-    max_steps: int = 10_000
+    max_steps: int = bounded(10_000, minimum=1)
     """step budget; episodes still running then are not counted (the count is reported)"""
     mode: Literal["sample", "greedy"] = "sample"
     """'sample' (the stochastic policy, as trained) or 'greedy'"""
 
     def __post_init__(self):
-        problems = choice_problems(self, "eval.")
-        for name in ("num_envs", "episodes_per_env", "max_steps"):
-            if getattr(self, name) < 1:
-                problems.append(f"eval.{name}: {getattr(self, name)} is below the minimum 1")
+        problems = declared_problems(self, "eval.")
         if problems:
             raise ConfigError(problems, what="eval")
 
 
 @dataclasses.dataclass(frozen=True)
 class OutputConfig:
-    checkpoint_minutes: float = 5.0
+    checkpoint_minutes: float = bounded(5.0, minimum=0)
     """also checkpoint between chunks when this many minutes passed since the last checkpoint (0: after every chunk)"""
-    keep_checkpoints: int = 2
+    keep_checkpoints: int = bounded(2, minimum=1)
     """newest checkpoints kept on disk"""
     tensorboard: bool = True
     """write TensorBoard event files under tb/"""
@@ -101,11 +90,7 @@ class OutputConfig:
     """progress bar on the terminal"""
 
     def __post_init__(self):
-        problems = []
-        if self.keep_checkpoints < 1:
-            problems.append(f"output.keep_checkpoints: {self.keep_checkpoints} is below the minimum 1")
-        if self.checkpoint_minutes < 0:
-            problems.append(f"output.checkpoint_minutes: {self.checkpoint_minutes} is below the minimum 0")
+        problems = declared_problems(self, "output.")
         if problems:
             raise ConfigError(problems, what="output")
 
@@ -123,42 +108,29 @@ class UEDConfig(LevelSampler):
     learnability, refreshes every 128 updates, half of the envs on them): 64 sampled, 16 kept, every 128 updates,
     `schedule.original_share` of the envs in the original game."""
 
-    refresh_share: float = 0.25
+    refresh_share: float = bounded(0.25, minimum=0, maximum=1)
     """when no new level is left, this share of the buffer (its lowest-scoring levels) is replaced by new random
     configurations at the next chunk boundary (ours: jaxued instead replaces the lowest one by each better new one)"""
-    sfl_pool: int = 64
+    sfl_pool: int = bounded(64, minimum=1)
     """sfl: random configurations whose learnability is measured at each selection (Kinetix 4096)"""
-    sfl_keep: int = 16
+    sfl_keep: int = bounded(16, minimum=1)
     """sfl: the top ones by learnability trained on, evenly (Kinetix 1024 of 4096)"""
-    sfl_refresh_updates: int = 128
+    sfl_refresh_updates: int = bounded(128, minimum=1)
     """sfl: PPO updates between selections, besides one at the start of each training phase (Kinetix 128)"""
-    llm_pool: int = 16
+    llm_pool: int = bounded(16, minimum=1)
     """envgen_sfl: environments the LLM writes per call; learnability picks `schedule.envs_per_call` of them"""
-    rollouts_per_level: int = 2
+    rollouts_per_level: int = bounded(2, minimum=1)
     """learnability: episodes of the current policy per configuration (one evaluation over the whole pool)"""
-    rollout_steps: int = 1024
+    rollout_steps: int = bounded(1024, minimum=1)
     """learnability: step budget of that evaluation; episodes still running then are not counted"""
-    mastered_at: float = 0.9
+    mastered_at: float = bounded(0.9, above=0, maximum=1)
     """learnability: an achievement the agent unlocks at this rate in the original game (last evaluation) is
     mastered, and left out of a configuration's success rate p"""
 
     def __post_init__(self):
-        problems = choice_problems(self, "ued.")
-        if self.capacity < 2:
-            problems.append(f"ued.capacity: {self.capacity} is below the minimum 2")
-        for name in ("sfl_pool", "sfl_keep", "sfl_refresh_updates", "llm_pool", "rollouts_per_level",
-                     "rollout_steps"):
-            if getattr(self, name) < 1:
-                problems.append(f"ued.{name}: {getattr(self, name)} is below the minimum 1")
+        problems = declared_problems(self, "ued.")  # the LevelSampler fields' declared ranges included
         if self.sfl_keep > self.sfl_pool:
             problems.append(f"ued.sfl_keep: {self.sfl_keep} is more than ued.sfl_pool ({self.sfl_pool})")
-        if not 0.0 < self.mastered_at <= 1.0:
-            problems.append(f"ued.mastered_at: {self.mastered_at} is not in (0, 1]")
-        for name in ("replay_prob", "staleness_coef", "min_fill", "refresh_share"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                problems.append(f"ued.{name}: {getattr(self, name)} is not in [0, 1]")
-        if self.temperature <= 0:
-            problems.append(f"ued.temperature: {self.temperature} must be above 0")
         if problems:
             raise ConfigError(problems, what="ued")
 
@@ -192,7 +164,7 @@ class RunConfig:
     method: str = "envgen"
     """envgen | ppo | fixed | easy_to_hard | adversarial | random | plr | sfl | envgen_sfl | scripted (see README
     "Methods and baselines")"""
-    seeds: int = 1
+    seeds: int = bounded(1, minimum=1)
     """independent agents, vmapped in one compiled run; the report gives mean +/- std over them"""
     seed: int = 0
     """first seed (seeds are seed .. seed + seeds - 1)"""
@@ -209,7 +181,7 @@ class RunConfig:
     sweep: SweepConfig = SweepConfig()
 
     def __post_init__(self):
-        problems = choice_problems(self, "")
+        problems = declared_problems(self, "")
         for point in self.sweep.points():  # each combination must be a valid PPO setting (ppo's own checks)
             try:
                 dataclasses.replace(self.ppo, **point)
@@ -219,8 +191,6 @@ class RunConfig:
             problems.append(f"env: {self.env!r} is not one of {', '.join(ENVS)}")
         if self.method not in METHODS:
             problems.append(f"method: {self.method!r} is not one of {', '.join(METHODS)}")
-        if self.seeds < 1:
-            problems.append(f"seeds: {self.seeds} is below the minimum 1")
         if (self.ppo.num_seeds, self.ppo.seed) != (1, 0):
             problems.append("ppo.num_seeds / ppo.seed: set the top-level `seeds` and `seed` instead")
         if self.method == "envgen_sfl" and self.schedule.envs_per_call > self.ued.llm_pool:

@@ -126,3 +126,18 @@ def test_many_problems_are_capped():
     bad = reply(*[env({"inventory_settings": {f"thing{i}": 1 for i in range(30)}})] * 4)
     parsed = parse_reply(bad, CrafterConfig, 4)
     assert len(parsed.problems) <= 41 and parsed.problems[-1].startswith("... and")
+
+
+def test_targets_are_checked_names_and_a_repeated_name_counts_once():
+    from envgen_jax.envs.crafter.config import CrafterConfig
+    from envgen_jax.llm.reply import parse_reply
+    from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS
+    env = {"purpose": "p", "config": {"inventory_settings": {"wood": 2}}}
+    ok = parse_reply(json.dumps({"environments": [{**env, "targets": ["place_table", "place_table"]}]}),
+                     CrafterConfig, 1, achievements=CRAFTER_ACHIEVEMENTS)
+    assert ok.ok and ok.targets == (("place_table",),)
+    bad = parse_reply(json.dumps({"environments": [{**env, "targets": []}]}), CrafterConfig, 1,
+                      achievements=CRAFTER_ACHIEVEMENTS)
+    assert "environments[0].targets: expected a list of 1 to 3 names" in bad.problems[0]
+    none = parse_reply(json.dumps({"environments": [env]}), CrafterConfig, 1, achievements=CRAFTER_ACHIEVEMENTS)
+    assert none.ok and none.targets == ((),)  # an endpoint that ignores the schema may leave them out

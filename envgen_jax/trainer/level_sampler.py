@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from envgen_jax.config_io import bounded
+
 
 @dataclasses.dataclass(frozen=True)
 class LevelSampler:
@@ -32,15 +34,15 @@ class LevelSampler:
     replay_prob 0.8; temperature 0.3, staleness 0.3, rank prioritisation, minimum fill 0.5 in all its examples),
     which match minimax's PLR defaults."""
 
-    capacity: int = 256
+    capacity: int = bounded(256, minimum=2)
     """rows in the buffer (the bank's K when the whole bank is the buffer)"""
-    replay_prob: float = 0.8
+    replay_prob: float = bounded(0.8, minimum=0, maximum=1)
     """chance that an episode replays a seen row rather than trying an unseen one (jaxued craftax 0.8)"""
-    temperature: float = 0.3
+    temperature: float = bounded(0.3, above=0)
     """beta: rank weights are (1/rank)^(1/beta) (jaxued, minimax 0.3)"""
-    staleness_coef: float = 0.3
+    staleness_coef: float = bounded(0.3, minimum=0, maximum=1)
     """rho: share of the replay distribution given by staleness (jaxued, minimax 0.3)"""
-    min_fill: float = 0.5
+    min_fill: float = bounded(0.5, minimum=0, maximum=1)
     """replay starts once this share of the buffer has been seen (jaxued minimum_fill_ratio 0.5)"""
     score: Literal["pvl", "maxmc"] = "pvl"
     """positive value loss (mean of max(GAE advantage, 0)) or MaxMC (mean of max return seen - V)"""

@@ -36,7 +36,7 @@ import numpy as np
 import optax
 from flax import struct
 
-from envgen_jax.config_io import choice_problems
+from envgen_jax.config_io import bounded, declared_problems
 from envgen_jax.envs.vector import VecEnv
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import ChunkMetrics, LossStats, RowStats, row_stats_from_steps
@@ -51,35 +51,35 @@ class PPOConfig:
     that CPU runs stay cheap. Presets: `PPOConfig.craftax_baseline()` and `PPOConfig.envgen_paper()`.
     """
 
-    num_envs: int = 64
+    num_envs: int = bounded(64, minimum=1)
     """parallel environments per seed (the rollout batch is num_envs x num_steps)"""
-    num_steps: int = 64
+    num_steps: int = bounded(64, minimum=1)
     """env steps per environment per update (Craftax baselines 64; the paper's AD agent 512)"""
-    update_epochs: int = 4
+    update_epochs: int = bounded(4, minimum=1)
     """passes over each rollout (Craftax 4; paper 3)"""
-    num_minibatches: int = 8
+    num_minibatches: int = bounded(8, minimum=1)
     """minibatches per epoch (Craftax 8; paper 8)"""
-    gamma: float = 0.99
+    gamma: float = bounded(0.99, minimum=0, maximum=1)
     """discount (Craftax 0.99; paper 0.95)"""
-    gae_lambda: float = 0.8
+    gae_lambda: float = bounded(0.8, minimum=0, maximum=1)
     """GAE lambda (Craftax 0.8; paper 0.65)"""
-    clip_eps: float = 0.2
+    clip_eps: float = bounded(0.2, minimum=0)
     """PPO ratio clip, also used for the value clip (both 0.2)"""
     clip_value: bool = True
     """clipped value loss as in PureJaxRL/Craftax (the paper's SB3-style agent does not clip the value)"""
-    ent_coef: float = 0.01
+    ent_coef: float = bounded(0.01, minimum=0)
     """entropy bonus (both 0.01)"""
-    vf_coef: float = 0.5
+    vf_coef: float = bounded(0.5, minimum=0)
     """value-loss weight (both 0.5)"""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = bounded(1.0, above=0)
     """global-norm gradient clip (Craftax 1.0; paper 0.5)"""
-    lr: float = 2e-4
+    lr: float = bounded(2e-4, minimum=0)
     """Adam learning rate (Craftax 2e-4 annealed; paper 3e-4 constant)"""
-    adam_eps: float = 1e-5
+    adam_eps: float = bounded(1e-5, above=0)
     """Adam epsilon (Craftax 1e-5)"""
     anneal_lr: bool = False
     """linear decay of the learning rate to 0 over `total_updates` updates (Craftax True; paper False)"""
-    total_updates: int = 0
+    total_updates: int = bounded(0, minimum=0)
     """updates over which the learning rate anneals; required (> 0) when anneal_lr"""
     adv_norm: Literal["minibatch", "batch", "none"] = "minibatch"
     """advantage normalisation: 'minibatch' (PureJaxRL/Craftax), 'batch' (per rollout, the paper) or 'none'"""
@@ -88,7 +88,7 @@ class PPOConfig:
     value_norm: bool = False
     """value head predicts returns normalised by a bias-corrected moving average of their mean and std (decay
     `value_norm_decay`; the paper's agent, Moon et al. 2023); predictions are de-normalised for GAE"""
-    value_norm_decay: float = 0.99
+    value_norm_decay: float = bounded(0.99, above=0, below=1)
     """decay of value_norm's moving averages (Moon et al. 0.99; Dedieu et al. 0.95)"""
     network: Literal["mlp", "map", "conv"] = "mlp"
     """'mlp' (symbolic obs; separate actor and critic MLPs), 'map' (symbolic obs: a conv over the local map, then
@@ -100,52 +100,35 @@ class PPOConfig:
     recurrent: Literal["none", "gru", "lstm"] = "none"
     """memory over the encoder's features: 'gru' or 'lstm' (each env slot's state is carried, reset at episode
     starts; PPO learns on whole env trajectories, num_minibatches must divide num_envs), or 'none'"""
-    memory_size: int = 256
+    memory_size: int = bounded(256, minimum=1)
     """recurrent state size"""
-    width: int = 512
+    width: int = bounded(512, minimum=1)
     """hidden width (Craftax 512)"""
-    depth: int = 3
+    depth: int = bounded(3, minimum=1)
     """hidden layers per MLP (Craftax 3)"""
     activation: Literal["tanh", "relu", "gelu"] = "tanh"
     """MLP activation (Craftax tanh)"""
     conv_channels: tuple[int, ...] = (16, 32, 32)
     """IMPALA channels for 'conv' (the paper's agent: 64, 128, 128)"""
-    num_seeds: int = 1
+    num_seeds: int = bounded(1, minimum=1)
     """independent agents vmapped in one compiled run"""
     seed: int = 0
     """first seed; seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()"""
-    resets_per_step: int = 0
+    resets_per_step: int = bounded(0, minimum=0)
     """fresh worlds generated per vector-env step (VecEnv; 0: its default, max(1, num_envs // 256))"""
 
     def __post_init__(self):
-        problems = choice_problems(self, "ppo.")
-        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches", "width", "depth", "num_seeds",
-                     "memory_size"):
-            if getattr(self, name) < 1:
-                problems.append(f"ppo.{name}: {getattr(self, name)} is below the minimum 1")
+        problems = declared_problems(self, "ppo.")
         if self.num_minibatches >= 1 and self.batch_size % self.num_minibatches:
             problems.append(f"ppo.num_minibatches: num_envs x num_steps = {self.batch_size} is not divisible by "
                             f"num_minibatches = {self.num_minibatches}")
         if self.recurrent != "none" and self.num_minibatches >= 1 and self.num_envs % self.num_minibatches:
             problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
                             f"num_minibatches = {self.num_minibatches} must divide num_envs = {self.num_envs}")
-        if not 0.0 < self.value_norm_decay < 1.0:
-            problems.append(f"ppo.value_norm_decay: {self.value_norm_decay} is not in (0, 1)")
         if not self.map_channels or min(self.map_channels) < 1:
             problems.append(f"ppo.map_channels: {list(self.map_channels)} must be one or more channel counts >= 1")
         if self.anneal_lr and self.total_updates <= 0:
             problems.append("ppo.total_updates: anneal_lr needs total_updates > 0")
-        if self.resets_per_step < 0:
-            problems.append(f"ppo.resets_per_step: {self.resets_per_step} is below the minimum 0")
-        for name in ("gamma", "gae_lambda"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                problems.append(f"ppo.{name}: {getattr(self, name)} is not in [0, 1]")
-        for name in ("clip_eps", "ent_coef", "vf_coef", "lr", "total_updates"):
-            if getattr(self, name) < 0:
-                problems.append(f"ppo.{name}: {getattr(self, name)} is below the minimum 0")
-        for name in ("max_grad_norm", "adam_eps"):
-            if getattr(self, name) <= 0:
-                problems.append(f"ppo.{name}: {getattr(self, name)} must be above 0")
         if not self.conv_channels or min(self.conv_channels) < 1:
             problems.append(f"ppo.conv_channels: {list(self.conv_channels)} must be one or more channel counts >= 1")
         if problems:
