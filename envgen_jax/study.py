@@ -43,7 +43,6 @@ from envgen_jax.run_log import Prefixed
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import _quiet_nan
 
-DEFAULT_METHODS = ("ppo", "envgen", "fixed", "random", "easy_to_hard", "adversarial")
 REFERENCE = "ppo"          # the baseline every other method is compared with (the paper's "0.96M PT in Crafter")
 CONFIDENCE = 0.95
 RESAMPLES = 9999           # scipy's default

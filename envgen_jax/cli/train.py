@@ -89,8 +89,8 @@ STUDY_HELP = """\
 Does EnvGen help? Train each method with the same agent, steps and seeds (only the pretraining environments
 differ), then compare them.
 
-  envgen-jax study --config configs/study_cpu.yaml \\
-      --methods ppo,envgen,fixed,random,easy_to_hard,adversarial --seeds 4 --out runs/study_cpu
+  envgen-jax study --config configs/study_cpu.yaml --seeds 4 --out runs/study_cpu_v2      # every method
+  envgen-jax study --config configs/study_cpu.yaml --methods ppo,envgen,fixed,random,easy_to_hard,adversarial
 
 Each method is one ordinary run directory, OUT/<method>/ (see `envgen-jax train --help`), with the seeds vmapped
 inside it. The study's resolved settings are kept in OUT/study.yaml.
@@ -103,10 +103,13 @@ Long studies can run in the background (nohup ... &) and be continued this way.
 
 Outputs, rewritten after every method from the run directories' files (report.json, metrics.jsonl):
   study.md, study.json       per method: the score and reward (mean +/- std over seeds, every seed's value, a 95%
-                             percentile-bootstrap CI), the difference from ppo with its bootstrap CI and Welch's
-                             t-test p-value; per-achievement success; evaluations after each cycle; success inside
-                             each LLM environment; LLM calls, LLM seconds, training seconds; the share of stale
-                             restarts; the device, jax version and git commit
+                             percentile-bootstrap CI), the difference from ppo (and from envgen) with its bootstrap
+                             CI and Welch's t-test p-value; every pair of methods with Holm-adjusted p and the
+                             probability that a seed of one beats a seed of the other; the long chain (success and
+                             first unlock of stone, stone pickaxe, furnace, iron, iron tools); how each design
+                             answered its feedback; per-achievement success; evaluations after each cycle; success
+                             inside each LLM environment; LLM calls, seconds and tokens, training seconds, steps/s;
+                             the share of stale restarts; the device, jax version and git commit
   study_scores.png           final score and reward per method: mean, 95% CI, each seed
   study_curves.png           training return and evaluation score vs env steps, a band of +/- std over seeds
   study_success_by_cycle.png per achievement, success in the original game after each cycle, per method
@@ -120,11 +123,11 @@ def add_study_command(commands) -> None:
                             description=STUDY_HELP)
     p.add_argument("--config", metavar="FILE.yaml", required=True,
                    help="run configuration every method shares (its `method` is replaced), e.g. configs/study_cpu.yaml")
-    p.add_argument("--methods", default="ppo,envgen,fixed,random,easy_to_hard,adversarial", metavar="M1,M2,...",
-                   help=f"comma-separated, from {', '.join(METHODS)}; ppo is the reference the others are "
-                        "compared with (default: the paper's comparison, ppo,envgen,fixed,random,easy_to_hard,"
-                        "adversarial; plr, sfl and envgen_sfl go beyond it; scripted is a no-LLM control that "
-                        "follows the feedback by targeting.py's map)")
+    p.add_argument("--methods", default=",".join(["ppo", *(m for m in METHODS if m != "ppo")]), metavar="M1,M2,...",
+                   help=f"comma-separated, from {', '.join(METHODS)} (default: all of them); ppo is the reference "
+                        "the others are compared with; the paper's comparison is ppo,envgen,fixed,random,"
+                        "easy_to_hard,adversarial; plr, sfl and envgen_sfl go beyond it; scripted is a no-LLM "
+                        "control that follows the feedback by targeting.py's map")
     p.add_argument("--seeds", type=int, metavar="N", help="seeds per method (default: the config's `seeds`)")
     p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                    help="override settings of the shared configuration, as for `train`")
