@@ -212,3 +212,18 @@ def test_agent_settings_are_checked():
     with pytest.raises(ConfigError, match="ppo.network: 'map' needs an observation that starts with a local map"):
         make_trainer(probes.BanditEnv(), PPOConfig(network="map"))
     assert dataclasses.replace(PPOConfig(), recurrent="lstm").recurrent == "lstm"
+
+
+def test_the_shared_agent_is_the_benchmarks_chosen_recipe():
+    """configs/base/crafter.yaml's `ppo:` (every Crafter config's agent) is the recipe the agent benchmark measured
+    and README "The agent" names: a change to one without the other fails here."""
+    import sys
+    from pathlib import Path
+
+    from envgen_jax.run_config import load_run_config
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root))
+    from benchmarks.agent_sample_efficiency import RECIPES
+    chosen = PPOConfig(**RECIPES["lowsample_mlp"]["ppo"])
+    assert load_run_config(root / "configs" / "base" / "crafter.yaml").ppo == chosen
+    assert load_run_config(root / "configs" / "study_cpu.yaml").ppo == chosen
