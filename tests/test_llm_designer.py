@@ -435,9 +435,16 @@ def test_one_environment_per_reply_in_consecutive_turns(tmp_path):
     first = client.calls[0]
     assert first["response_format"]["json_schema"]["schema"]["properties"]["environments"]["minItems"] == 1
     assert "this reply holds environment 1 only" in first["messages"][0]["content"]
-    assert "Now write environment 2 of the 2" in client.calls[1]["messages"][-1]["content"]
+    # The second reply is asked on its own branch: the prompt, the environment already written in words, and
+    # which to write now (the model copied its previous reply's JSON when replies followed each other).
+    second = client.calls[1]["messages"]
+    assert [m["role"] for m in second] == ["user"] and "Now write environment 2 of the 2" in second[0]["content"]
+    assert "The environments you already wrote for this design (do not repeat them):\nEnvironment 1:" in \
+        second[0]["content"]
     assert "the same as environment 1, which you already wrote in this design" in client.calls[2]["messages"][-1]["content"]
-    assert [m["role"] for m in designer.messages] == ["user", "assistant", "user", "assistant"]
+    # The conversation keeps the turn and one reply holding the whole design.
+    assert [m["role"] for m in designer.messages] == ["user", "assistant"]
+    assert [e["config"] for e in json.loads(designer.messages[1]["content"])["environments"]] == [a, b]
     assert designer.requests == 2 and designer.history == [configs]
     # The second turn failing for good leaves the conversation and the design as they were.
     bad = LLMSettings(**{**settings.to_dict(), "max_repairs": 0})

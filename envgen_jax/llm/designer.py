@@ -14,6 +14,7 @@ conversation, so the caller's checkpoint stays consistent and the step can simpl
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
@@ -21,7 +22,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, Sampling, make_openai_client
 from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
-from envgen_jax.llm.prompts import feedback_prompt, generation_prompt, next_prompt, output_schema, repair_prompt
+from envgen_jax.llm.prompts import (feedback_prompt, generation_prompt, next_prompt, output_schema, repair_prompt,
+                                    written_prompt)
 from envgen_jax.llm.reply import parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec, get_env_spec
@@ -188,18 +190,32 @@ class Designer:
         return Sampling(s.repair_temperature, seed)
 
     def _design(self, prompt: str, n: int, kind: str, per_reply: int | None = None) -> Design:
-        """n validated environments, asked `per_reply` at a time (all at once by default) in consecutive turns of
-        the conversation; the conversation and the designer's state change only once all n are accepted."""
+        """n validated environments, asked `per_reply` at a time (all at once by default); the conversation and the
+        designer's state change only once all n are accepted.
+
+        A few per reply (llm.envs_per_reply): each reply is asked on its own branch from the conversation so far,
+        the turn's prompt followed by the environments already written, in words, and which to write now; the
+        conversation then keeps the turn's prompt and one reply holding the whole design. The 1.5B model copied
+        the configuration of its own previous reply when the replies followed each other in the conversation."""
         per = min(per_reply or n, n)
-        messages, configs, purposes, targets = list(self.messages), [], [], []
+        configs, purposes, targets, analysis = [], [], [], ""
+        conversation = self.messages
         for part, first in enumerate(range(0, n, per)):
             count = min(per, n - first)
-            text = prompt if first == 0 else next_prompt(first + 1, first + count, n)
-            parsed, messages = self._reply(messages, text, count, kind, self.requests + part, configs)
+            text = prompt if first == 0 else "\n\n".join(
+                [prompt, written_prompt(configs, targets), next_prompt(first + 1, first + count, n)])
+            parsed, conversation = self._reply(self.messages, text, count, kind, self.requests + part, configs)
             configs += parsed.configs
             purposes += parsed.purposes
             targets += [list(t) for t in parsed.targets]
-        self.messages, self.configs, self.purposes, self.targets = messages, configs, purposes, targets
+            analysis = analysis or parsed.analysis
+        if per < n:  # the turn, answered by the whole design
+            whole = {"analysis": analysis, "environments": [
+                {**({"targets": t} if t else {}), "purpose": p, "config": c.to_dict(only_changed=True)}
+                for t, p, c in zip(targets, purposes, configs)]}
+            conversation = [*self.messages, {"role": "user", "content": prompt},
+                            {"role": "assistant", "content": json.dumps(whole)}]
+        self.messages, self.configs, self.purposes, self.targets = conversation, configs, purposes, targets
         self.history.append(list(configs))
         self.requests += -(-n // per)
         return Design(list(configs), list(purposes))

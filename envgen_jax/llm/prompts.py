@@ -67,6 +67,17 @@ def output_format(spec: EnvSpec, n: int, settings: LLMSettings | None = None, pe
     return text
 
 
+def written_prompt(configs: Sequence[Any], targets: Sequence[Sequence[str]]) -> str:
+    """The environments of this design written in earlier replies, in words (llm.envs_per_reply)."""
+    lines = ["The environments you already wrote for this design (do not repeat them):"]
+    for i, config in enumerate(configs):
+        changed = [f"{name} = {_value(v)}" for section in config.to_dict(only_changed=True).values()
+                   for name, v in section.items()]
+        aims = f" trains {', '.join(targets[i])};" if i < len(targets) and targets[i] else ""
+        lines.append(f"Environment {i + 1}:{aims} {', '.join(changed) or 'the original game'}.")
+    return "\n".join(lines)
+
+
 def next_prompt(first: int, last: int, total: int) -> str:
     """The turn that asks for the next environments of a design written a few per reply (llm.envs_per_reply)."""
     which = f"environment {first}" if first == last else f"environments {first} to {last}"
