@@ -41,7 +41,7 @@ def test_generate_feedback_and_replay(tmp_path, server, capsys, monkeypatch):
                 "--out", str(out2), "--transcript", str(transcript), *common]) == 0
     assert len(json.loads(out2.read_text())["environments"]) == 2
     prompt = server.requests[1]["messages"][0]["content"]
-    assert "collect_coal: 10% +/- 2%" in prompt and "Environment 4: " in prompt
+    assert "collect_coal: 10% +/- 2%" in prompt and "Environment 4 (tried): " in prompt
 
     out3 = tmp_path / "envs3.json"
     assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
