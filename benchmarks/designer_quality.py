@@ -204,21 +204,25 @@ class Variant:
 
 
 # How the designer was asked before this round: achievements by name only, no targets, earlier designs as JSON.
-V1 = (("targets", False), ("needs", False), ("history", "json"), ("only_changes", False))
-V2 = ()  # LLMSettings' defaults: targets, needs, summaries of the earlier environments
+V1 = (("targets", False), ("needs", False), ("history", "json"), ("only_changes", False), ("envs_per_reply", None))
+V2 = (("envs_per_reply", 1),)  # LLMSettings' defaults (targets, needs, summaries, only changes), one env per reply
+#                                 as the bundled run configs ask
 VARIANTS: dict[str, Variant] = {
     "v2": Variant(current, "all", "the designer as it runs now: targets first, achievements with their needs, earlier "
-                                  "environments in words with what the agent did inside, any earlier design's "
-                                  "repeat and unserved targets sent back once; repairs sampled at 0.7", 0.7, V2),
+                                  "environments in words with what the agent did inside, only values that change "
+                                  "a setting, one environment per reply, any earlier design's repeat and unserved "
+                                  "targets sent back once; repairs sampled at 0.7", 0.7, V2),
     "v2_greedy": Variant(current, "all", "v2 at temperature 0 (as configs/study_cpu.yaml asks)", 0.7, V2, 0.0),
-    "v2_no_targets": Variant(current, "all", "v2 without the targets field", 0.7, (("targets", False),)),
-    "v2_no_needs": Variant(current, "all", "v2 with the achievements by name only", 0.7, (("needs", False),)),
+    "v2_no_targets": Variant(current, "all", "v2 without the targets field", 0.7, V2 + (("targets", False),)),
+    "v2_no_needs": Variant(current, "all", "v2 with the achievements by name only", 0.7, V2 + (("needs", False),)),
     "v2_json_history": Variant(current, "all", "v2 with the earlier environments as JSON", 0.7,
-                               (("history", "json"),)),
+                               V2 + (("history", "json"),)),
     "v2_with_defaults": Variant(current, "all", "v2 with the schema offering default values too", 0.7,
-                                (("only_changes", False),)),
-    "v2_one_per_reply": Variant(current, "all", "v2 asking one environment per reply, in consecutive turns", 0.7,
-                                (("envs_per_reply", 1),)),
+                                V2 + (("only_changes", False),)),
+    "v2_all_at_once": Variant(current, "all", "v2 asking for all environments in one reply", 0.7,
+                              (("envs_per_reply", None),)),
+    "v2_one_per_reply": Variant(current, "all", "v2 with one environment per reply (the default since it was "
+                                "measured in the probes)", 0.7, (("envs_per_reply", 1),)),
     "v1": Variant(current, "all", "the designer of the first study (= sampled_repairs): no targets, achievements by "
                                   "name, earlier environments as JSON", 0.7, V1),
     # The first round's variants, all with the v1 prompts:

@@ -64,7 +64,10 @@ class LLMSettings:
     # only_changes: the reply's schema offers each setting's values except its default (a setting written is a
     # setting changed; the validator still accepts defaults from unconstrained endpoints).
     only_changes: bool = True
-    # envs_per_reply: environments asked per reply, in consecutive turns of the conversation (None: all in one).
+    # envs_per_reply: environments asked per reply (None: all in one, as the paper). The bundled run configs ask one
+    # per reply: asked all at once, the 1.5B model wrote near-copies of its first environment and repair turns
+    # returned the same reply; one per reply, each on its own branch with the ones written so far in words, its
+    # first-cycle environments all differed, with no repair (benchmarks/designer_quality.py; README "The designer").
     envs_per_reply: int | None = None
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
