@@ -19,9 +19,17 @@ Run EnvGen (or one of its baselines) from a YAML run configuration.
 --dry-run checks the configuration and prints the plan: each phase with its env steps, PPO updates, compiled chunks,
 LLM calls and env slots; the totals; the bank's rows; the size of a checkpoint. It creates nothing.
 
+A configuration may start with `extends: base/crafter.yaml` (a path relative to the file): the base is read first
+and the file's settings go over it section by section (the Crafter configs share the protocol and the agent this
+way). A `sweep:` section trains every combination of the listed PPO values, times `seeds` agents, in one compiled
+run, and the report gives each combination's score:
+
+  envgen-jax train --config configs/crafter_ppo.yaml --set seeds=2 --set 'sweep.lr=[1.0e-4, 3.0e-4, 1.0e-3]'
+
 The run directory gets: config.yaml (resolved), llm_transcript.jsonl, environments/cycle_K.{json,png},
 metrics.jsonl, tb/ (TensorBoard), learning_curve.png, success_by_cycle.png, report.md, report.json and
-checkpoints/. Every setting is listed, with its meaning, in README.md ("Run configuration").
+checkpoints/. The settings are described in README.md ("The main command", "The agent", "The designer") and in the
+run configuration's classes (envgen_jax/run_config.py); `envgen-jax settings` lists the environments' settings.
 
 LLM: with no endpoint configured the offline Qwen2.5-Coder-1.5B designer runs locally (llm.model=smollm2-135m
 for a fast smoke run). Point at any OpenAI-compatible server with llm.base_url / llm.model or OPENAI_BASE_URL /
