@@ -34,7 +34,9 @@ def _records(path):
 @pytest.mark.llm
 def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
     _need("smollm2-135m")
-    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700)
+    # advice "none": what is tested is serving, structured output and the cache, not SmolLM2's designs (sending them
+    # back for repair only made the test slower).
+    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, advice="none")
     start = time.monotonic()
     with Designer("crafter", settings, tmp_path / "t.jsonl") as designer:
         configs, purposes = designer.generate(2)
@@ -60,7 +62,8 @@ def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
 @pytest.mark.llm
 def test_prompt_cache_can_be_switched_off(tmp_path):
     _need("smollm2-135m")
-    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, prompt_cache=False, max_repairs=1)
+    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, prompt_cache=False, max_repairs=1,
+                           advice="none")
     with Designer("crafter", settings, tmp_path / "t.jsonl") as designer:
         success = {a: 50.0 for a in designer.spec.achievements}
         for ask in (lambda: designer.generate(1), lambda: designer.feedback(success, 1)):
