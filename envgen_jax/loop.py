@@ -41,7 +41,7 @@ from envgen_jax.run_log import RunLog, logger, nan_to_none
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
-from envgen_jax.trainer.metrics import RowStats, pool_rows, to_host
+from envgen_jax.trainer.metrics import RowStats, nan_to_zero, pool_rows, to_host
 from envgen_jax.trainer.ppo import make_trainer
 
 __all__ = ["EnvGenRun", "LoopState", "Callbacks", "Phase", "build_plan", "latest_checkpoint", "check_no_run_there",
@@ -244,8 +244,9 @@ class EnvGenRun:
         last = self.state.evals[-1]
         names = self.env.achievement_names
         if self.cfg.num_designers == 1:
-            return [{a: (100 * _nz(last["success_mean"][a]), 100 * _nz(last["success_std"][a])) for a in names}]
-        return [{a: (100 * _nz(per_seed[j]), 0.0) for j, a in enumerate(names)}
+            return [{a: (100 * nan_to_zero(last["success_mean"][a]), 100 * nan_to_zero(last["success_std"][a]))
+                     for a in names}]
+        return [{a: (100 * nan_to_zero(per_seed[j]), 0.0) for j, a in enumerate(names)}
                 for per_seed in last["success_per_seed"]]
 
     def _inside(self, cycle: int) -> list | None:
@@ -541,10 +542,6 @@ def _add_stats(total: dict | None, stats: RowStats) -> dict:
     if total is not None:
         new = {k: np.asarray(total.get(k, 0)) + v for k, v in new.items()}  # .get: older checkpoints
     return {k: v.tolist() for k, v in new.items()}
-
-
-def _nz(x) -> float:
-    return 0.0 if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
 
 
 def _yaml(data: dict) -> str:

@@ -104,7 +104,7 @@ def describe_plan(cfg) -> str:
     s, costs = cfg.schedule, phase_costs(cfg)
     columns = f"  {'phase':<28}{'kind':<10}{'env steps':>11}{'updates':>9}{'chunks':>8}{'LLM calls':>11}  env slots"
     seeds = f"seed {cfg.seed}" if cfg.seeds == 1 else f"seeds {cfg.seed}-{cfg.seed + cfg.seeds - 1}"
-    if cfg.sweep.points() != [{}]:
+    if cfg.sweep.active:
         seeds += f" for each of {len(cfg.sweep.points())} sweep combinations ({cfg.num_agents} agents)"
     lines = [f"Plan of {cfg.method} on {cfg.env}, {seeds}, {_count(s.cycles, 'cycle')} (numbers per seed):", "",
              columns]

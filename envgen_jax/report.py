@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from envgen_jax import games
-from envgen_jax.trainer.metrics import RowStats, mean_or_nan, nan_to_none, success_rates
+from envgen_jax.trainer.metrics import RowStats, mean_or_nan, nan_to_none, nan_to_zero, success_rates
 from envgen_jax.trainer.metrics import _quiet_nan as _quiet
 
 PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
@@ -82,7 +82,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
     }
     if getattr(state, "first_unlock", None):  # the paper's unlock times: per achievement, per seed (None: never)
         report["first_unlock_steps"] = {n: [row[a] for row in state.first_unlock] for a, n in enumerate(names)}
-    if cfg.sweep.points() != [{}]:
+    if cfg.sweep.active:
         report["sweep"] = sweep_summary(cfg, summary)
     if len(state.designs) > 1:
         report["adaptation"] = adaptation(state, names, game.config_cls, cfg.num_designers)
@@ -115,8 +115,8 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
         feedback = evals[cycle - 1]
         rows = []
         for d, designer in enumerate(designs[cycle]["designers"]):
-            rates = ([_nz(feedback["success_mean"][n]) for n in names] if num_designers == 1
-                     else [_nz(v) for v in feedback["success_per_seed"][d]])
+            rates = ([nan_to_zero(feedback["success_mean"][n]) for n in names] if num_designers == 1
+                     else [nan_to_zero(v) for v in feedback["success_per_seed"][d]])
             weakest = [names[i] for i in np.argsort(rates, kind="stable")[:quarter]]
             configs = [config_cls.from_dict(c) for c in designer["configs"]]
             before = [config_cls.from_dict(c) for c in designs[cycle - 1]["designers"][d]["configs"]]
@@ -135,10 +135,6 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
                     "repeated_share": sum(r["repeated_environments"] for r in rows) / max(
                         1, sum(r["environments"] for r in rows))})
     return out
-
-
-def _nz(x) -> float:
-    return 0.0 if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
 
 
 def sweep_summary(cfg, summary: dict) -> list[dict]:

@@ -151,6 +151,11 @@ class SweepConfig:
     ent_coef: tuple[float, ...] = ()
     vf_coef: tuple[float, ...] = ()
 
+    @property
+    def active(self) -> bool:
+        """Whether any setting is swept."""
+        return any(getattr(self, name) for name in HYPERPARAMS)
+
     def points(self) -> list[dict[str, float]]:
         """Every combination of the listed values, in field order ([{}] without a sweep)."""
         swept = {name: values for name in HYPERPARAMS if (values := getattr(self, name))}

@@ -187,7 +187,7 @@ def resolve(config: str | Path, methods: Sequence[str], seeds: int | None = None
     if problems:
         raise ConfigError(problems, what="study")
     cfg = load_run_config(config, [*overrides, *([f"seeds={seeds}"] if seeds is not None else [])])
-    if cfg.sweep.points() != [{}]:
+    if cfg.sweep.active:
         raise ConfigError(["sweep: a study compares methods at one PPO setting; remove the sweep section (sweep "
                            "with `envgen-jax train`)"], what="study")
     settings = StudySettings(tuple(methods), _shared(cfg), str(config), tuple(overrides))

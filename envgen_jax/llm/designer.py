@@ -303,8 +303,8 @@ def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_desig
                           f"trained in; design a new one for the skills it still lacks")
         elif i < len(targets) and targets[i]:  # the targets it names are checked, not its purpose's words
             unserved = [t for t in targets[i] if not helps(config, [t])]
-            settings = sorted({lever.name for t in unserved for lever in levers(type(config).ENV_NAME, t)})
             if unserved:
+                settings = sorted({lever.name for t in unserved for lever in levers(type(config).ENV_NAME, t)})
                 advice.append(f"environments[{i}] targets {', '.join(unserved)}, but its config changes nothing that "
                               f"helps {'it' if len(unserved) == 1 else 'them'}; change settings for those targets "
                               f"(for example {', '.join(settings)}) or target what the config serves")

@@ -13,6 +13,7 @@ import string
 from typing import Any, Mapping, Sequence
 
 from envgen_jax.llm.errors import LLMError
+from envgen_jax.llm.reply import MAX_TARGETS
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import PROMPTS_DIR, EnvSpec
 
@@ -71,10 +72,8 @@ def written_prompt(configs: Sequence[Any], targets: Sequence[Sequence[str]]) -> 
     """The environments of this design written in earlier replies, in words (llm.envs_per_reply)."""
     lines = ["The environments you already wrote for this design (do not repeat them):"]
     for i, config in enumerate(configs):
-        changed = [f"{name} = {_value(v)}" for section in config.to_dict(only_changed=True).values()
-                   for name, v in section.items()]
         aims = f" trains {', '.join(targets[i])};" if i < len(targets) and targets[i] else ""
-        lines.append(f"Environment {i + 1}:{aims} {', '.join(changed) or 'the original game'}.")
+        lines.append(f"Environment {i + 1}:{aims} {_in_words(config)}.")
     return "\n".join(lines)
 
 
@@ -157,13 +156,21 @@ def format_configs(configs: Sequence[Any], notes: Sequence[str] | None = None) -
     if notes is not None and len(notes) != len(configs):
         raise ValueError(f"{len(notes)} notes for {len(configs)} configurations")
     lines = [f"Environment {i + 1}: {json.dumps(c.to_dict(only_changed=True))}" for i, c in enumerate(configs)]
+    return _with_notes(lines, notes)
+
+
+def _with_notes(lines: Sequence[str], notes: Sequence[str] | None) -> str:
+    """One line per configuration, each followed by its note (learnability) under the notes' preamble."""
     if notes is None:
         return "\n".join(lines)
     return "\n".join([LEARNABILITY_PREAMBLE, *(f"{line}\n  -> {note}" for line, note in zip(lines, notes))])
 
 
-def _value(v: Any) -> str:
-    return json.dumps(v) if isinstance(v, bool) else str(v)
+def _in_words(config: Any) -> str:
+    """A configuration's changed settings as `setting = value`, or "the original game"."""
+    changed = [f"{name} = {json.dumps(v) if isinstance(v, bool) else v}"
+               for section in config.to_dict(only_changed=True).values() for name, v in section.items()]
+    return ", ".join(changed) or "the original game"
 
 
 def summarise_configs(configs: Sequence[Any], targets: Sequence[Sequence[str]] | None = None,
@@ -177,9 +184,7 @@ def summarise_configs(configs: Sequence[Any], targets: Sequence[Sequence[str]] |
         return "(not available)"
     lines = []
     for i, config in enumerate(configs):
-        changed = [f"{name} = {_value(v)}" for section in config.to_dict(only_changed=True).values()
-                   for name, v in section.items()]
-        line = f"Environment {i + 1} (tried): {', '.join(changed) or 'the original game'}."
+        line = f"Environment {i + 1} (tried): {_in_words(config)}."
         if targets and i < len(targets) and targets[i]:
             line += f" It was meant to train {', '.join(targets[i])}."
         if inside is not None and i < len(inside):
@@ -193,11 +198,9 @@ def summarise_configs(configs: Sequence[Any], targets: Sequence[Sequence[str]] |
             else:
                 line += " Inside it the agent unlocked nothing in 1% or more of its episodes."
         lines.append(line)
-    if notes is None:
-        return "\n".join(lines)
-    if len(notes) != len(configs):
+    if notes is not None and len(notes) != len(configs):
         raise ValueError(f"{len(notes)} notes for {len(configs)} configurations")
-    return "\n".join([LEARNABILITY_PREAMBLE, *(f"{line}\n  -> {note}" for line, note in zip(lines, notes))])
+    return _with_notes(lines, notes)
 
 
 def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n: int,
@@ -224,9 +227,6 @@ def repair_prompt(problems: Sequence[str], n: int) -> str:
 
 ANALYSIS_MAX_CHARS = 800
 PURPOSE_MAX_CHARS = 400  # bounded strings: constrained decoding must close them (SmolLM2 wrote one until the token limit)
-
-
-MAX_TARGETS = 3
 
 
 def output_schema(config_cls, n: int, targets: Sequence[str] | None = None, changes_only: bool = False) -> dict:

@@ -18,6 +18,7 @@ MAX_DEPTH = 8                 # {"environments": [{"config": {section: {name: va
 MAX_PROBLEM_CHARS = 300       # keep echoed junk short in repair prompts and error messages
 MAX_PROBLEMS = 40
 MAX_SCAN_STARTS = 50          # brace positions tried when looking for JSON inside prose
+MAX_TARGETS = 3               # achievements an environment may name as its targets (llm.targets)
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)```", re.S)
 
@@ -120,7 +121,8 @@ def parse_reply(text: str, config_cls, n: int, finish_reason: str | None = None,
                 check: Callable[[Any, str], list[str]] | None = None,
                 achievements: tuple[str, ...] = ()) -> ParsedReply:
     """`check(config, where)`: optional extra problems of a validated config (see EnvSpec.check). An environment's
-    optional "targets" must name 1-3 distinct `achievements` (llm.targets; a reply without them is read as before)."""
+    optional "targets" must name 1 to MAX_TARGETS of `achievements`, a name written twice counting once (llm.targets;
+    a reply without them is read as before)."""
     problems = _parse(text, config_cls, n, finish_reason, check, achievements)
     if isinstance(problems, ParsedReply):
         return problems
@@ -132,8 +134,9 @@ def parse_reply(text: str, config_cls, n: int, finish_reason: str | None = None,
 def _targets(value: Any, where: str, achievements: tuple[str, ...], problems: list[str]) -> tuple[str, ...]:
     if value is None:
         return ()
-    if not isinstance(value, list) or not 1 <= len(value) <= 3 or not all(isinstance(v, str) for v in value):
-        problems.append(f"{where}.targets: expected a list of 1 to 3 names from the list, got {_kind(value)}")
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_TARGETS or not all(isinstance(v, str) for v in value):
+        problems.append(f"{where}.targets: expected a list of 1 to {MAX_TARGETS} names from the list, got "
+                        f"{_kind(value)}")
         return ()
     unknown = [v for v in value if v not in achievements]
     if unknown:

@@ -37,6 +37,11 @@ def nan_to_none(x):
     return np.where(np.isnan(a), None, a).tolist() if a.size else []
 
 
+def nan_to_zero(x) -> float:
+    """A rate that was never measured (None or NaN) read as 0, for ranking and prompts."""
+    return 0.0 if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
+
+
 @struct.dataclass
 class RowStats:
     """Sums over finished episodes, per config row. Leaves: [..., K] or [..., K, A]."""
