@@ -1,5 +1,6 @@
 """HeistConfig: the designer schema, validation with field paths, and the params bank (no compiling)."""
 
+import itertools
 import json
 
 import jax.numpy as jnp
@@ -32,8 +33,35 @@ def test_schema_text_and_json_schema():
     for name in ("maze_dim", "num_keys", "key_distance", "gem_distance", "start_with_red_key", "max_episode_steps"):
         assert name in text
     schema = HeistConfig.json_schema()
-    assert schema["properties"]["maze_settings"]["properties"]["maze_dim"]["enum"] == [-1, 5, 7, 9, 11, 13]
-    assert schema["properties"]["maze_settings"]["properties"]["num_keys"]["enum"] == [-1, 0, 1, 2, 3]
+    maze = [alternative["properties"]["maze_settings"]["properties"] for alternative in schema["anyOf"]]
+    assert all(m["maze_dim"]["enum"] == [-1, 5, 7, 9, 11, 13] for m in maze)
+    assert sorted(v for m in maze for v in m["num_keys"]["enum"]) == [-1, 0, 1, 2, 3]
+
+
+def _schema_admits(schema: dict, data: dict) -> bool:
+    """Enough of JSON Schema for a config schema: anyOf, required, additionalProperties false, enums."""
+    if "anyOf" in schema:
+        return any(_schema_admits(alternative, data) for alternative in schema["anyOf"])
+    if "properties" not in schema:
+        return data in schema.get("enum", [data])  # a boolean without an enum: either value
+    return (set(schema.get("required", ())) <= set(data) and set(data) <= set(schema["properties"])
+            and all(_schema_admits(schema["properties"][k], v) for k, v in data.items()))
+
+
+@pytest.mark.parametrize("changes_only", [False, True])
+def test_json_schema_admits_a_starting_key_only_where_the_level_has_its_door(changes_only):
+    # The 1.5B model kept writing num_keys 2 with start_with_red_key through two repairs; constrained decoding
+    # now cannot write it. Every key count x set of starting keys: the schema admits exactly what validates.
+    schema = HeistConfig.json_schema(changes_only)
+    for num_keys in (None, -1, 0, 1, 2, 3):
+        for held in itertools.product((False, True), repeat=3):
+            start = {f"start_with_{c}_key": True for c, h in zip(("blue", "green", "red"), held) if h}
+            data = {START: start} if start else {}
+            if num_keys is not None:
+                data = {"maze_settings": {"num_keys": num_keys}, **data}
+            writable = not (changes_only and num_keys == -1)  # the default is left out of the values
+            valid = not HeistConfig.collect_problems(data)
+            assert _schema_admits(schema, data) == (valid and writable), data
 
 
 def test_validation_reports_every_problem_with_its_path():

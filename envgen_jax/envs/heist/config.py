@@ -16,6 +16,7 @@ designer, the other is still drawn as Procgen would given it.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any, ClassVar, Mapping
 
@@ -109,6 +110,17 @@ class HeistConfig(SchemaConfig):
         return problems + _cross_field_problems(values, f"{where}." if where else "")
 
     @classmethod
+    def json_schema(cls, changes_only: bool = False) -> dict:
+        """One alternative per key count, so that constrained decoding cannot start the agent with a key the level
+        lacks: the 1.5B model wrote num_keys 2 with start_with_red_key and kept it through two repairs that named
+        the rule. With num_keys 0-2 written, only the starting keys of that level remain; left out, -1 or 3 allow
+        all three. The validator (collect_problems) still checks replies from servers that ignore the schema."""
+        whole = super().json_schema(changes_only)
+        alternatives = [_with_key_count(whole, None)]
+        alternatives += [_with_key_count(whole, count) for count in range(len(KEY_COLOURS))]
+        return {"anyOf": alternatives}
+
+    @classmethod
     def from_dict(cls, data: Any, where: str = "", world_dim: int | None = None) -> "HeistConfig":
         """Validate designer JSON; with `world_dim`, also check that the maze fits that world."""
         config = super().from_dict(data, where)
@@ -134,4 +146,20 @@ def _cross_field_problems(values: dict, prefix: str) -> list[str]:
             out.append(f"{prefix}{START}.start_with_{colour}_key: the level has no {colour} key with "
                        f"{MAZE}.num_keys={num_keys}; keys come in the order {', '.join(KEY_COLOURS)}, so set "
                        f"{MAZE}.num_keys to {index + 1} or more, or leave start_with_{colour}_key out")
+    return out
+
+
+def _with_key_count(schema: dict, count: int | None) -> dict:
+    """`schema` (SchemaConfig.json_schema) restricted to levels with `count` keys (None: left out, -1 or 3)."""
+    out = copy.deepcopy(schema)
+    maze, start = out["properties"][MAZE], out["properties"][START]
+    num_keys = maze["properties"]["num_keys"]
+    if count is None:
+        num_keys["enum"] = [v for v in num_keys["enum"] if v in (RANDOM, len(KEY_COLOURS))]
+        return out
+    num_keys["enum"] = [count]
+    maze["required"] = ["num_keys"]
+    out["required"] = [MAZE]
+    for colour in KEY_COLOURS[count:]:
+        del start["properties"][f"start_with_{colour}_key"]
     return out
