@@ -16,15 +16,16 @@ Profiles (PROFILES): the first cycle, then each group of related skills weak in 
 stone tools, the iron chain, combat, survival; Heist: keys, locks, gem).
 
 Per call: valid on the first try, repairs, failure, latency, prompt/completion tokens, and for each configuration:
-- targeting: it changes a setting that helps one of the profile's weak skills (envgen_jax.llm.targeting.helps: the
-  skill's own levers and those of its direct prerequisites); not scored for the first cycle, which has no weak skill;
+- targeting: it changes a setting that helps one of the profile's weak skills (the game's TargetMap.helps,
+  llm/targeting.py: the skill's own levers and those of its direct prerequisites); not scored for the first cycle,
+  which has no weak skill;
   the table also shows what the earlier design itself scores, i.e. what sending it back unchanged would get;
 - lift: targeting minus that score of the earlier design on the same profile (so changing everything at once does
   not count as targeting), and specificity: the share of the settings it changes that serve a weak skill;
 - copying: it equals the example configuration that the prompt used to show (EXAMPLES), whether or not the variant
   shows it; and (feedback profiles) it repeats a configuration of the earlier design, which the feedback turn shows;
 - diversity: distinct configurations per call (2 identical out of 4 is 3/4);
-- consistency: its purpose matches what it changes (targeting.purpose_consistency; purposes naming nothing checkable
+- consistency: its purpose matches what it changes (TargetMap.purpose_consistency; purposes naming nothing checkable
   are left out).
 Designer variants (--variants, see VARIANTS): `v2` (the designer as a run asks it now: each environment names its
 targets first, the achievements are listed with what each needs, the earlier environments are described in words,
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import statistics
 import sys
@@ -60,12 +62,12 @@ from typing import Any, Callable, Iterable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from envgen_jax import games  # noqa: E402
 from envgen_jax.llm.designer import Designer  # noqa: E402
 from envgen_jax.llm.errors import DesignError, LLMError  # noqa: E402
 from envgen_jax.llm.prompts import feedback_prompt, generation_prompt  # noqa: E402
 from envgen_jax.llm.settings import LLMSettings  # noqa: E402
-from envgen_jax.llm.spec import EnvSpec, get_env_spec, heist_spec  # noqa: E402
-from envgen_jax.llm.targeting import helps, purpose_consistency  # noqa: E402
+from envgen_jax.llm.spec import EnvSpec  # noqa: E402
 from envgen_jax.llm.transcript import read_transcript  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -177,14 +179,16 @@ def current(spec: EnvSpec, folder: Path) -> EnvSpec:
 
 def with_example(spec: EnvSpec, folder: Path) -> EnvSpec:
     """The old output format: the example environment right after it, in the generation and feedback prompts."""
+    folder = folder / spec.name  # each game's templates in a folder of their own, as in its package
     folder.mkdir(parents=True, exist_ok=True)
     shown = "\nFor example, one environment could be:\n" + json.dumps(EXAMPLES[spec.name])
+    changed = dataclasses.replace(spec, prompts_dir=folder)
     for kind in ("generate", "feedback", "rules", "needs"):
         text = spec.read_template(kind)
         if kind in ("generate", "feedback"):
             text = text.replace("${output_format}", "${output_format}" + shown)
-        (folder / f"{spec.name}_{kind}.txt").write_text(text, encoding="utf-8")
-    return dataclasses.replace(spec, prompts_dir=folder)
+        changed.template_path(kind).write_text(text, encoding="utf-8")
+    return changed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,8 +244,11 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def base_spec(env: str) -> EnvSpec:
-    return heist_spec(HEIST_WORLD_DIM) if env == "heist" else get_env_spec(env)
+    """The game's designer spec for its default environment (Heist: hard mode, a HEIST_WORLD_DIM world)."""
+    game = games.get(env)
+    return game.designer_spec(game.make_env())
 
 
 # ----------------------------------------------------------------------------------------------- one call
@@ -338,7 +345,8 @@ def score(record: dict, config_cls: type) -> dict:
     weak = PROFILES[record["env"]][record["profile"]].weak
     example = config_cls.from_dict(EXAMPLES[record["env"]]["config"])
     previous = [config_cls.from_dict(c) for _, c in PREVIOUS[record["env"]]]
-    helped = [helps(c, weak) for c in configs] if weak else None
+    target_map = games.get(record["env"]).targeting
+    helped = [target_map.helps(c, weak) for c in configs] if weak else None
     original = config_cls.original()
     changed = [[st.path for st in config_cls.schema() if getattr(c, st.name) != getattr(original, st.name)]
                for c in configs]
@@ -348,13 +356,14 @@ def score(record: dict, config_cls: type) -> dict:
             "copies": [c == example for c in configs],
             "repeats_previous": [c in previous for c in configs] if weak else None,
             "distinct": len(set(configs)) / len(configs),
-            "consistent": [purpose_consistency(p, c) for p, c in zip(record["purposes"], configs)]}
+            "consistent": [target_map.purpose_consistency(p, c) for p, c in zip(record["purposes"], configs)]}
 
 
 def baseline_targeting(env: str, profile: Profile) -> float:
     """The targeting share a designer gets by sending the earlier design back unchanged."""
     cls = base_spec(env).config_cls
-    return statistics.fmean(bool(helps(cls.from_dict(c), profile.weak)) for _, c in PREVIOUS[env])
+    target_map = games.get(env).targeting
+    return statistics.fmean(bool(target_map.helps(cls.from_dict(c), profile.weak)) for _, c in PREVIOUS[env])
 
 
 def _share(flags: list) -> dict:

@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import RESULTS, environment, git_commit, markdown_table  # noqa: E402
-from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS  # noqa: E402
+from envgen_jax import games  # noqa: E402
+from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS  # noqa: E402
 from envgen_jax.llm.designer import Designer  # noqa: E402
 from envgen_jax.llm.settings import LLMSettings  # noqa: E402
 from envgen_jax.llm.transcript import read_transcript  # noqa: E402
@@ -43,7 +44,7 @@ def conversation(model: str, calls: int, cache: bool, n: int, max_tokens: int) -
         transcript = Path(tmp) / "t.jsonl"
         settings = LLMSettings(backend="local", model=model, prompt_cache=cache, max_tokens=max_tokens,
                                timeout_s=900.0)
-        with Designer("crafter", settings, transcript) as designer:
+        with Designer(games.get("crafter").designer_spec(), settings, transcript) as designer:
             for call in range(calls):
                 start = time.monotonic()
                 designer.generate(n) if call == 0 else designer.feedback(FEEDBACK, n)

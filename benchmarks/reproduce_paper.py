@@ -105,7 +105,7 @@ def check_llm(cfg, method: str) -> dict:
 
 def run_method(args, method: str, runs_dir: Path, log) -> dict:
     """Run (or reuse, or resume) one method; returns its report.json content."""
-    from envgen_jax.envs import registry
+    from envgen_jax import games
     from envgen_jax.loop import EnvGenRun, latest_checkpoint
     from envgen_jax.run_config import load_run_config
 
@@ -134,7 +134,7 @@ def run_method(args, method: str, runs_dir: Path, log) -> dict:
             if path is None:
                 raise SystemExit(f"{method}: no {folder}/{method}/llm_transcript.jsonl or {folder}/{method}.jsonl")
             mode = f"transcript:{path}"
-        client, llm = designer_client(mode, registry.config_class(cfg.env))
+        client, llm = designer_client(mode, games.config_class(cfg.env))
         llm.pop("_state", None)
     else:
         client, llm = None, {"mode": "none", "what": f"{method} uses no LLM"}

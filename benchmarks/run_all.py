@@ -202,7 +202,7 @@ def timing_callbacks(clock: "_Clock"):
 
 
 def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
-    from envgen_jax.envs import registry
+    from envgen_jax import games
     from envgen_jax.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     from envgen_jax.run_log import Prefixed, configure_console
@@ -212,7 +212,7 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
     if args.llm != "config":
         overrides += ["llm.backend=openai", "llm.model=scripted"]
     cfg = load_run_config(args.config, overrides)
-    client, llm_info = designer_client(args.llm, registry.config_class(cfg.env))
+    client, llm_info = designer_client(args.llm, games.config_class(cfg.env))
     replay_state = llm_info.pop("_state", None)
     out = runs_dir / f"seeds_{seeds}"
     shutil.rmtree(out, ignore_errors=True)

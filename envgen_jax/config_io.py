@@ -186,7 +186,9 @@ def _coerce(value: Any, tp: Any, path: str, problems: list[str]) -> Any:
 
 def from_mapping(cls, data: Any, path: str = "", problems: list[str] | None = None):
     """Build dataclass `cls` from a (nested) mapping. Missing keys keep their defaults. Problems raise one
-    ConfigError; with `problems` given they are appended to it instead, and None is returned."""
+    ConfigError; with `problems` given they are appended to it instead, and None is returned. A field whose metadata
+    holds `read`, (mapping, value, path, problems) -> value, is read by it instead of by its type: a run's
+    `game_options`, whose settings the chosen game declares."""
     own = problems is None
     problems = [] if own else problems
     start = len(problems)
@@ -206,7 +208,8 @@ def from_mapping(cls, data: Any, path: str = "", problems: list[str] | None = No
             problems.append(f"{here}: unknown setting; allowed: {', '.join(fields)}")
             continue
         before = len(problems)
-        coerced = _coerce(value, hints[key], here, problems)
+        read = fields[key].metadata.get("read")  # a section whose settings depend on other settings
+        coerced = read(data, value, here, problems) if read else _coerce(value, hints[key], here, problems)
         if len(problems) == before:  # a bad value is left out, so the checks below still see the good ones
             kwargs[key] = coerced
     try:  # the class's own checks run even when a field failed, so every problem is reported at once

@@ -103,7 +103,7 @@ class EnvGenRun:
         self.plan = build_plan(cfg)
         self.method = methods.get(cfg.method)
         self.game = games.get(cfg.env)
-        self.env = self.game.make_env(cfg.observation, cfg.heist_mode)
+        self.env = self.game.make_env(cfg.observation, cfg.game_options)
         self.config_cls = self.game.config_cls
         # A method with a level sampler (plr) draws its training rows on the device; see methods/plr.py.
         self.level_sampler = _level_sampler(cfg)
@@ -290,7 +290,8 @@ class EnvGenRun:
                               for p, c in zip(d["purposes"], d["configs"])]}, indent=2))
         if self.cfg.output.pictures:
             configs = self._llm_configs(record)[: self.cfg.schedule.envs_per_call]
-            self.game.render(configs, folder / f"cycle_{cycle + 1}.png", seed=self.cfg.seed, mode=self.cfg.heist_mode)
+            self.game.render(configs, folder / f"cycle_{cycle + 1}.png", seed=self.cfg.seed,
+                             options=self.cfg.game_options)
 
     # --------------------------------------------------------------------------------------------- training
     def _llm_configs(self, record: dict | None = None) -> list:
@@ -454,7 +455,7 @@ class EnvGenRun:
             {"rows": rows, "configs": [c.to_dict() for c in configs],
              **{k: [float(x) for x in v] for k, v in (extra or {}).items()}}, indent=2))
         self.game.render(configs, folder / f"cycle_{cycle + 1}_top_levels.png", seed=self.cfg.seed,
-                         mode=self.cfg.heist_mode)
+                         options=self.cfg.game_options)
 
     def _record_chunk(self, phase: Phase, metrics, seconds: float, steps: int, ts=None) -> None:
         pooled = pool_rows(metrics.rows)  # [S]
@@ -578,7 +579,7 @@ def _progress(total: int, done: int, enabled: bool):
 def abstract_train_state(cfg: RunConfig):
     """The TrainState a run of `cfg` checkpoints, as shapes and dtypes only (jax.eval_shape: nothing is computed)."""
     game = games.get(cfg.env)
-    env = game.make_env(cfg.observation, cfg.heist_mode)
+    env = game.make_env(cfg.observation, cfg.game_options)
     bank = env.make_params([game.config_cls.original()] * cfg.bank_rows)
     rows = np.zeros(cfg.ppo.num_envs, np.int32)  # which rows the slots run changes no shape
     return make_trainer(env, cfg.trainer_ppo, level_sampler=_level_sampler(cfg)).abstract_state(bank, rows)

@@ -99,11 +99,11 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
 
     weakest: the bottom quarter of the achievements in that feedback (the evaluation after the previous cycle; a
     designer per seed reads its seed's); targeted_weakest: those that some environment of the new design helps
-    (llm/targeting.py's map: the setting's own levers and its direct prerequisites'); repeated_environments:
-    environments equal to one of any earlier cycle's design; new_settings / dropped_settings: the changed
-    (setting, value) pairs the design has and the previous one had not, and the reverse; same_design: the same
-    environments as the previous cycle's (in any order)."""
-    from envgen_jax.llm.targeting import helps
+    (the game's targeting map, llm/targeting.py: the setting's own levers and its direct prerequisites');
+    repeated_environments: environments equal to one of any earlier cycle's design; new_settings / dropped_settings:
+    the changed (setting, value) pairs the design has and the previous one had not, and the reverse; same_design:
+    the same environments as the previous cycle's (in any order)."""
+    target_map = games.get(config_cls.ENV_NAME).targeting
     out = []
     designs = {d["cycle"]: d for d in state.designs}
     evals = {e["cycle"]: e for e in state.evals if not e.get("final")}
@@ -123,7 +123,7 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
             earlier = [config_cls.from_dict(c) for k in range(cycle) for c in designs[k]["designers"][d]["configs"]]
             pairs = lambda cs: {(s.path, repr(getattr(c, s.name))) for c in cs for s in config_cls.schema()  # noqa: E731
                                 if getattr(c, s.name) != getattr(original, s.name)}
-            targeted = [w for w in weakest if any(helps(c, [w]) for c in configs)]
+            targeted = [w for w in weakest if any(target_map.helps(c, [w]) for c in configs)]
             rows.append({"weakest": weakest, "targeted_weakest": targeted,
                          "targeted_share": len(targeted) / len(weakest),
                          "repeated_environments": sum(c in earlier for c in configs), "environments": len(configs),

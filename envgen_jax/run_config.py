@@ -175,8 +175,10 @@ class RunConfig:
     """first seed (seeds are seed .. seed + seeds - 1)"""
     observation: Literal["symbolic", "pixels"] = "symbolic"
     """agent observation: symbolic | pixels"""
-    heist_mode: Literal["easy", "hard"] = "hard"
-    """Heist only: Procgen's distribution mode, easy (9x9 world) or hard (13x13, Procgen's default)"""
+    game_options: games.GameOptions = dataclasses.field(
+        default=None, metadata={"read": lambda run, *args: games.read_run_options(run, *args, RunConfig.env)})
+    """the game's own settings, declared by its package (Heist: `mode`, Procgen's distribution mode, easy (9x9 world)
+    or hard (13x13, Procgen's default): `game_options: {mode: easy}`; Crafter has none)"""
     ppo: PPOConfig = PPOConfig()
     schedule: ScheduleConfig = ScheduleConfig()
     eval: EvalConfig = EvalConfig()
@@ -194,6 +196,9 @@ class RunConfig:
                 problems += [p.replace('ppo.', 'sweep.', 1) for p in e.problems]
         if self.env not in ENVS:
             problems.append(f"env: {self.env!r} is not one of {', '.join(ENVS)}")
+        else:  # the game's options (None: its defaults), also when built in code
+            object.__setattr__(self, "game_options", games.get(self.env).read_options(self.game_options,
+                                                                                       problems=problems))
         if self.method not in METHODS:
             problems.append(f"method: {self.method!r} is not one of {', '.join(METHODS)}")
         if (self.ppo.num_seeds, self.ppo.seed) != (1, 0):
@@ -275,7 +280,8 @@ def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = (
     reported at once."""
     data = load_config_file(path) if path else {}
     problems: list[str] = []
-    config = from_mapping(RunConfig, apply_overrides(data, overrides, problems), problems=problems)
+    data = games.upgrade_run_settings(apply_overrides(data, overrides, problems), problems, overrides)  # heist_mode
+    config = from_mapping(RunConfig, data, problems=problems)
     if problems:  # a wrong --set string is reported with the settings' problems
         raise ConfigError(problems, what="run configuration")
     return config

@@ -199,7 +199,8 @@ def resolve(config: str | Path, methods: Sequence[str], seeds: int | None = None
 def load_settings(path: Path) -> StudySettings:
     """A saved study.yaml, its run configuration re-read through the current code (new settings get defaults)."""
     data = yaml.safe_load(path.read_text())
-    cfg = from_mapping(RunConfig, {**data["run"], "method": data["methods"][0]})
+    run = games.upgrade_run_settings(data["run"])  # a study saved before games had options: heist_mode
+    cfg = from_mapping(RunConfig, {**run, "method": data["methods"][0]})
     return StudySettings(tuple(data["methods"]), _shared(cfg), data.get("config", ""),
                          tuple(data.get("overrides", ())))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -33,13 +34,13 @@ import yaml
 from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
+from envgen_jax import games
 from envgen_jax.config_io import apply_overrides, from_mapping, load_yaml, to_mapping
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.envs.heist.config import KEY_COLOURS, MAZE_DIMS, RANDOM, HeistConfig
-from envgen_jax.envs.registry import read_config_file
+from envgen_jax.games import read_config_file
 from envgen_jax.llm.reply import MAX_DEPTH, MAX_PROBLEM_CHARS, MAX_PROBLEMS, MAX_PURPOSE_CHARS, ParsedReply, parse_reply
 from envgen_jax.llm.settings import LLMSettings
-from envgen_jax.llm.spec import heist_spec
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.ppo import PPOConfig
@@ -178,7 +179,18 @@ def sections(cls, prefix: str = "") -> dict[str, type]:
 
 RUN_LEAVES = leaves(RunConfig)
 RUN_SECTIONS = sections(RunConfig)
-RUN_PATHS = set(RUN_LEAVES) | set(RUN_SECTIONS) - {""}
+# `game_options` holds the options of the game the run names (`env`; Crafter has none, Heist a `mode`): its type
+# depends on that setting, so the strategies draw it for the env they drew, and each game's option paths are known.
+GAME_OPTION_PATHS = {f"game_options.{f.name}": games.get(env).options_cls
+                     for env in games.NAMES for f in dataclasses.fields(games.get(env).options_cls)}
+RUN_PATHS = set(RUN_LEAVES) | set(RUN_SECTIONS) | set(GAME_OPTION_PATHS) - {""}
+
+
+def game_options_type(data: dict) -> type:
+    """The options class a run configuration mapping's `game_options` is read as: its env's (the default env,
+    crafter, when none is given), or no options for a name that is no game."""
+    env = data.get("env", "crafter")
+    return games.get(env).options_cls if isinstance(env, str) and env in games.NAMES else games.GameOptions
 
 
 def lookup(obj, path: str):
@@ -246,7 +258,8 @@ def bad_value(tp) -> st.SearchStrategy:
 
 def unknown_key(names) -> st.SearchStrategy:
     near = [n + "s" for n in names] + [n.upper() for n in names] + [n.replace("_", "-") for n in names if "_" in n]
-    return (st.sampled_from(near) | TEXT | st.integers(-3, 3) | st.none() | st.booleans()).filter(
+    near_names = st.sampled_from(near) if near else st.nothing()  # a section with no settings: any key is unknown
+    return (near_names | TEXT | st.integers(-3, 3) | st.none() | st.booleans()).filter(
         lambda k: k not in names)
 
 
@@ -259,10 +272,17 @@ class Given(NamedTuple):
 def section_data(draw, cls, path: str = "", size: int = 4):
     """A mapping for dataclass `cls` mixing right and wrong values, and what the parser must make of it."""
     fields = hints(cls)
-    names = draw(st.lists(st.sampled_from(sorted(fields)), unique=True, max_size=size))
-    data, given = {}, Given([], [])
-    for name in names:
+    names = draw(st.lists(st.sampled_from(sorted(fields)), unique=True, max_size=size)) if fields else []
+    if cls is RunConfig:  # game_options after env, whose game it follows (the mapping's order is kept)
+        order = sorted(names, key=lambda n: n == "game_options")
+        data = {name: None for name in names}
+    else:
+        order, data = names, {}
+    given = Given([], [])
+    for name in order:
         tp, here = fields[name], f"{path}.{name}" if path else name
+        if cls is RunConfig and name == "game_options":
+            tp = game_options_type(data)  # env, if given, is drawn by now
         if dataclasses.is_dataclass(tp):
             kind = draw(st.sampled_from(["section", "section", "section", "null", "junk"]))
             if kind == "section":
@@ -318,7 +338,12 @@ def check_outcome(build, given: Given, known_paths: set, counts: collections.Cou
 # Regressions, per target: (data, what the parser must make of it).
 MAPPING_EXAMPLES = {
     "run": [([], Given([], ["config"])),                                # bug: from_mapping returned None
-            ({"seed": 2.5, "ppo": {"lr": math.nan}}, Given([], ["seed", "ppo.lr"]))],
+            ({"seed": 2.5, "ppo": {"lr": math.nan}}, Given([], ["seed", "ppo.lr"])),
+            # game options: the game's own, checked by it (Crafter has none)
+            ({"env": "heist", "game_options": {"mode": "easy"}}, Given([("game_options.mode", str, "easy")], [])),
+            ({"env": "heist", "game_options": {"mode": "medium"}}, Given([], ["game_options.mode"])),
+            ({"game_options": {"mode": "easy"}}, Given([], ["game_options.mode"])),
+            ({"env": "crafter", "game_options": None}, Given([], []))],
     "ppo": [({"lr": 10**400}, Given([], ["ppo.lr"])),                  # bug: OverflowError
             ({"gamma": math.nan}, Given([], ["ppo.gamma"]))],            # bug: NaN passed every range check
     "llm": [({"temperature": math.nan}, Given([], ["llm.temperature"])),  # bug: NaN passed `< 0`
@@ -407,7 +432,9 @@ def override_case(draw):
     slots = [draw(set_slot(p)) for p in paths]
     for _ in range(draw(st.integers(0, 1))):
         section = draw(st.sampled_from(sorted(RUN_SECTIONS)))
-        key = draw(unknown_key(hints(RUN_SECTIONS[section])).filter(
+        names = ({p.split(".", 1)[1] for p in GAME_OPTION_PATHS} if section == "game_options"  # no game has it
+                 else hints(RUN_SECTIONS[section]))
+        key = draw(unknown_key(names).filter(
             lambda k: isinstance(k, str) and k.strip() == k and k and not set(k) & set(".=")))
         path = f"{section}.{key}" if section else key
         slots.append(Slot("unknown", path, f"{path}={render(draw(JSON_LIKE))}"))
@@ -430,12 +457,15 @@ def override_case(draw):
 @example(case=(None, [Slot("bad", "llm.temperature", "llm.temperature=.nan", math.nan)])).via("bug: NaN accepted")
 @example(case=(None, [Slot("malformed", "", ".=3")])).via("bug: an empty key named no setting")
 @example(case=(None, [Slot("malformed", "", "ppo..width=8")])).via("bug: an empty key part named 'ppo.'")
+@example(case=("heist_envgen.yaml", [Slot("good", "env", "env=crafter", "crafter")])).via("Heist's options for Crafter")
+@example(case=("heist_envgen.yaml", [Slot("unknown", "game_options.size", "game_options.size=9")])).via("no option")
 def test_set_overrides_either_apply_every_value_or_name_every_wrong_key(case):
     base, slots = case
     items = [s.item for s in slots]
     note(f"--set {items}")
     counts = _OVERRIDE_COUNTS
     malformed = [s.item for s in slots if s.kind == "malformed"]
+    misfits = game_option_misfits(base, slots)
     try:
         cfg = load_run_config(ROOT / "configs" / base if base else None, items)
     except ConfigError as e:  # every problem at once: wrong --set strings with wrong settings
@@ -447,6 +477,8 @@ def test_set_overrides_either_apply_every_value_or_name_every_wrong_key(case):
         for s in slots:
             if s.kind in ("bad", "through", "unknown"):
                 assert named(problems, s.path), f"{s.item!r} is wrong but no problem names {s.path!r}: {problems}"
+        for path in misfits or ():
+            assert named(problems, path), f"the file's {path} is not an option of the game chosen: {problems}"
         given_paths = {s.path for s in slots}
         for p in problems:
             assert p.startswith("--set ") or any(named([p], k) for k in RUN_PATHS | given_paths), (
@@ -455,6 +487,7 @@ def test_set_overrides_either_apply_every_value_or_name_every_wrong_key(case):
         event("--set: rejected")
         return
     assert not malformed and not any(s.kind in ("bad", "through", "unknown") for s in slots), slots
+    assert not misfits, misfits
     assert not conforms(cfg), conforms(cfg)
     for s in slots:
         if s.kind == "good":
@@ -462,6 +495,22 @@ def test_set_overrides_either_apply_every_value_or_name_every_wrong_key(case):
             assert same(kept, coerced(RUN_LEAVES[s.path], s.value)), f"--set {s.item!r} left {s.path} = {kept!r}"
     counts["accepted"] += 1
     event("--set: accepted")
+
+
+def game_option_misfits(base: str | None, slots) -> list[str] | None:
+    """The base file's game options that the game the run ends up with does not declare (e.g. heist_envgen.yaml's
+    game_options.mode with --set env=crafter): each must be named. None when the game is not known in advance."""
+    data = load_yaml(ROOT / "configs" / base) if base else {}
+    env = data.get("env", "crafter")
+    for s in slots:
+        if s.path == "env":
+            if s.kind != "good":
+                return None  # a wrong env is named anyway; text may read as any name
+            env = s.value
+    if not (isinstance(env, str) and env in games.NAMES):
+        return None
+    declared = {f.name for f in dataclasses.fields(games.get(env).options_cls)}
+    return [f"game_options.{key}" for key in data.get("game_options") or {} if key not in declared]
 
 
 _OVERRIDE_COUNTS: collections.Counter = collections.Counter()
@@ -1007,8 +1056,15 @@ RANDOM_REPLY = st.builds(ReplyCase, st.sampled_from([CrafterConfig, HeistConfig]
                          st.sampled_from([None, 9]), st.text(max_size=60) | YAMLISH, st.none())
 
 
+@functools.lru_cache(maxsize=None)
+def heist_check(world_dim: int):
+    """The designer's check of Heist levels for a world of this size (as a run of that size passes it)."""
+    from envgen_jax.envs.heist import HeistEnv
+    return games.get("heist").designer_spec(HeistEnv(world_dim=world_dim)).check
+
+
 def check_reply(case: ReplyCase, finish_reason, counts) -> ParsedReply:
-    check = heist_spec(case.world_dim).check if case.world_dim else None
+    check = heist_check(case.world_dim) if case.world_dim else None
     if case.cls is not HeistConfig:
         check = None
     parsed = parse_reply(case.text, case.cls, case.n, finish_reason, check)

@@ -124,3 +124,9 @@ def test_validate_cli_checks_the_mode_world(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "[1].maze_settings.maze_dim: 11 does not fit the world of 9x9 (easy mode); use at most 9" in err
     assert "[0]" not in err and "Traceback" not in err
+    assert main(["validate", str(path), "--env", "heist", "--option", "mode=easy"]) == 1  # --heist-mode's long form
+    assert "[1].maze_settings.maze_dim: 11 does not fit" in capsys.readouterr().err
+    assert main(["validate", str(path), "--env", "heist", "--option", "mode=medium"]) == 1
+    assert "game_options.mode: 'medium' is not one of 'easy', 'hard'" in capsys.readouterr().err
+    assert main(["validate", str(path), "--env", "heist", "--option", "mode"]) == 1
+    assert "--option 'mode': expected KEY=VALUE" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import pytest
 
 from envgen_jax.cli import main as run
 from envgen_jax.envs.crafter.config import CrafterConfig
-from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS
+from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS
 from envgen_jax.llm.testing import FakeOpenAIServer, completion_body, design_json, varied_configs
 
 GOOD = design_json(varied_configs(CrafterConfig, 4), [f"purpose {i}" for i in range(4)])

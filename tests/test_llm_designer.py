@@ -4,13 +4,15 @@ import json
 
 import pytest
 
+from envgen_jax import games
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import Designer, DesignError, LLMError, LLMSettings, ReplayError
 from envgen_jax.llm.errors import RequestRefused, TransientLLMError
-from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS
+from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS
 from envgen_jax.llm.testing import ScriptedClient, auto_reply, design_json, varied_configs
 from envgen_jax.llm.transcript import read_transcript
 
+CRAFTER = games.get("crafter").designer_spec()  # the game's view, as the loop and the CLI build it
 SETTINGS = LLMSettings(backend="openai", model="fake", backoff_s=0.01, backoff_max_s=0.02, max_retries=2)
 SUCCESS = {name: (float(i), 1.0) for i, name in enumerate(CRAFTER_ACHIEVEMENTS)}
 GOOD = design_json(varied_configs(CrafterConfig, 4))
@@ -20,7 +22,7 @@ GOOD_3 = design_json(varied_configs(CrafterConfig, 3, offset=5))
 def make(tmp_path, replies, settings=SETTINGS, **kw):
     client = ScriptedClient(replies)
     sleeps = []
-    designer = Designer("crafter", settings, tmp_path / "t.jsonl", client=client, sleep=sleeps.append, **kw)
+    designer = Designer(CRAFTER, settings, tmp_path / "t.jsonl", client=client, sleep=sleeps.append, **kw)
     return designer, client, sleeps
 
 
@@ -168,7 +170,7 @@ def test_state_round_trip_and_resume(tmp_path):
     designer.close()
     assert designer.state_dict() == state  # closing keeps what a checkpoint needs
     client = ScriptedClient([GOOD_3])
-    resumed = Designer.from_state(state, SETTINGS, tmp_path / "t.jsonl", client=client)
+    resumed = Designer.from_state(state, SETTINGS, tmp_path / "t.jsonl", env=CRAFTER, client=client)
     assert resumed.configs == designer.configs and resumed.messages == designer.messages
     resumed.feedback(SUCCESS, 3)
     assert client.calls[0]["messages"][:2] == designer.messages
@@ -176,13 +178,13 @@ def test_state_round_trip_and_resume(tmp_path):
 
 def test_from_state_rejects_foreign_state():
     with pytest.raises(LLMError, match="version"):
-        Designer.from_state({"version": 99})
+        Designer.from_state({"version": 99}, env=CRAFTER)
 
 
 def _record_run(tmp_path):
     client = ScriptedClient([RequestRefused("HTTP 500: response_format json_schema unsupported", 500),
                              TimeoutError("slow"), "not json", GOOD, GOOD_3])
-    with Designer("crafter", SETTINGS, tmp_path / "rec.jsonl", client=client, sleep=lambda s: None) as d:
+    with Designer(CRAFTER, SETTINGS, tmp_path / "rec.jsonl", client=client, sleep=lambda s: None) as d:
         run = [d.generate(4), d.feedback(SUCCESS, 3)]
     return run
 
@@ -190,7 +192,7 @@ def _record_run(tmp_path):
 def test_replay_reproduces_a_recorded_run(tmp_path):
     recorded = _record_run(tmp_path)
     replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
-    with Designer("crafter", replay, tmp_path / "replayed.jsonl") as d:
+    with Designer(CRAFTER, replay, tmp_path / "replayed.jsonl") as d:
         replayed = [d.generate(4), d.feedback(SUCCESS, 3)]
         with pytest.raises(ReplayError, match="goes further than the recorded one"):
             d.feedback(SUCCESS, 3)
@@ -205,26 +207,26 @@ def test_replay_reproduces_a_recorded_run(tmp_path):
 def test_replay_detects_divergence(tmp_path):
     _record_run(tmp_path)
     replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
-    d = Designer("crafter", replay)
+    d = Designer(CRAFTER, replay)
     d.generate(4)
     with pytest.raises(ReplayError, match="diverged at .*call #5"):
         d.feedback({**SUCCESS, "collect_coal": (99.0, 0.0)}, 3)
     with pytest.raises(ReplayError, match="does not exist"):
-        Designer("crafter", LLMSettings(backend="replay", replay_path=str(tmp_path / "nope.jsonl"))).generate(4)
+        Designer(CRAFTER, LLMSettings(backend="replay", replay_path=str(tmp_path / "nope.jsonl"))).generate(4)
 
 
 def test_replay_resumes_from_a_checkpoint(tmp_path):
     recorded = _record_run(tmp_path)
     replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
-    d = Designer("crafter", replay)
+    d = Designer(CRAFTER, replay)
     d.generate(4)
-    resumed = Designer.from_state(d.state_dict(), replay)
+    resumed = Designer.from_state(d.state_dict(), replay, env=CRAFTER)
     assert resumed.feedback(SUCCESS, 3) == recorded[1]
 
 
 def test_auto_reply_client_serves_any_size(tmp_path):
     client = ScriptedClient(default=auto_reply(CrafterConfig))
-    d = Designer("crafter", SETTINGS, client=client)
+    d = Designer(CRAFTER, SETTINGS, client=client)
     assert len(d.generate(2).configs) == 2 and len(d.feedback(SUCCESS, 5).configs) == 5
 
 
@@ -246,9 +248,9 @@ def test_openai_backend_needs_model_and_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(LLMError, match="needs a model name"):
-        Designer("crafter", LLMSettings(backend="openai")).generate(4)
+        Designer(CRAFTER, LLMSettings(backend="openai")).generate(4)
     with pytest.raises(LLMError, match="OPENAI_API_KEY"):
-        Designer("crafter", LLMSettings(backend="openai", model="m")).generate(4)
+        Designer(CRAFTER, LLMSettings(backend="openai", model="m")).generate(4)
 
 
 def test_transient_error_classification():
@@ -271,13 +273,13 @@ def test_shipped_llm_configs_load(name):
 def test_spec_check_problems_are_repaired(tmp_path):
     import dataclasses
 
-    from envgen_jax.llm.spec import get_env_spec
+    from envgen_jax import games
 
     def no_mountains(config, where):
         return [f"{where}.environment_settings.target_biome: no mountains in this run"] \
             if config.target_biome == "mountain" else []
 
-    spec = dataclasses.replace(get_env_spec("crafter"), check=no_mountains)
+    spec = dataclasses.replace(games.get("crafter").designer_spec(), check=no_mountains)
     mountains = design_json([{"environment_settings": {"target_biome": "mountain"}}] * 4)
     client = ScriptedClient([mountains, GOOD])
     configs, _ = Designer(spec, SETTINGS, client=client).generate(4)
@@ -418,10 +420,10 @@ def test_every_request_has_its_own_seed_and_repeats_of_any_earlier_design_go_bac
     # The history is checkpointed with the conversation; states from before it read the last design as history.
     state = designer.state_dict()
     assert len(state["history"]) == 3
-    restored = Designer.from_state(state, settings, client=ScriptedClient([one]))
+    restored = Designer.from_state(state, settings, env=CRAFTER, client=ScriptedClient([one]))
     assert restored.history == designer.history
     old = {k: v for k, v in state.items() if k not in ("history", "targets")}
-    assert Designer.from_state(old, settings).history == [designer.configs]
+    assert Designer.from_state(old, settings, env=CRAFTER).history == [designer.configs]
 
 
 def test_one_environment_per_reply_in_consecutive_turns(tmp_path):
@@ -466,8 +468,12 @@ def test_schema_offers_only_values_that_change_a_setting():
 
 
 def test_an_environment_with_targets_is_held_to_them_not_to_its_purpose_words():
+    from envgen_jax import games
     from envgen_jax.llm.designer import design_advice
+    crafter = games.get("crafter").targeting  # the game's map, as the designer's spec carries it
     zombies = CrafterConfig.from_dict({"creature_settings": {"zombies": "very common"}})
     purpose = ["Fight zombies with a sword."]  # promises a sword the config does not give
-    assert design_advice([zombies], purpose, targets=[["defeat_zombie"]]) == []  # served: more zombies
-    assert "the purpose does not match" in design_advice([zombies], purpose)[0]  # no targets: the word check
+    assert design_advice([zombies], purpose, targets=[["defeat_zombie"]], target_map=crafter) == []  # more zombies
+    assert "the purpose does not match" in design_advice([zombies], purpose, target_map=crafter)[0]  # the word check
+    # A game without a map: neither its targets nor its purposes can be checked.
+    assert design_advice([zombies], purpose, targets=[["defeat_zombie"]]) == design_advice([zombies], purpose) == []

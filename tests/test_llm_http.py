@@ -5,10 +5,12 @@ import time
 
 import pytest
 
+from envgen_jax import games
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import Designer, LLMError, LLMSettings
 from envgen_jax.llm.testing import FakeOpenAIServer, completion_body, design_json, varied_configs
 
+CRAFTER = games.get("crafter").designer_spec()
 GOOD = design_json(varied_configs(CrafterConfig, 4))
 LLAMA_CPP_500 = {"message": "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', "
                             "'type'), 'msg': \"Input should be 'text' or 'json_object'\"}",
@@ -34,7 +36,7 @@ def test_json_schema_refusal_falls_back_to_json_object(tmp_path):
     with FakeOpenAIServer(llama_cpp_like) as server:
         # The fake server answers every call with the same design: with the default advice the feedback reply would
         # go back for repair as a repeat of the trained design; here only the output modes are under test.
-        designer = Designer("crafter", settings(server.base_url, advice="duplicates"), tmp_path / "t.jsonl")
+        designer = Designer(CRAFTER, settings(server.base_url, advice="duplicates"), tmp_path / "t.jsonl")
         configs, _ = designer.generate(4)
         designer.feedback({"collect_coal": 1, **{k: 1 for k in designer.spec.achievements}}, 4)
     assert len(configs) == 4
@@ -47,14 +49,14 @@ def test_429_and_5xx_are_retried(tmp_path):
     script = [(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}),
               (503, {"error": {"message": "overloaded"}}, {}), (200, completion_body(GOOD), {})]
     with FakeOpenAIServer(lambda request: script.pop(0)) as server:
-        configs, _ = Designer("crafter", settings(server.base_url), tmp_path / "t.jsonl").generate(4)
+        configs, _ = Designer(CRAFTER, settings(server.base_url), tmp_path / "t.jsonl").generate(4)
     assert len(configs) == 4 and len(server.requests) == 3
 
 
 def test_persistent_5xx_gives_a_clear_error():
     with FakeOpenAIServer(lambda request: (502, {"error": {"message": "bad gateway"}}, {})) as server:
         with pytest.raises(LLMError, match="failed 3 times.*HTTP 502"):
-            Designer("crafter", settings(server.base_url)).generate(4)
+            Designer(CRAFTER, settings(server.base_url)).generate(4)
     assert len(server.requests) == 3
 
 
@@ -68,7 +70,7 @@ def test_timeout_is_retried():
         return 200, completion_body(GOOD), {}
 
     with FakeOpenAIServer(slow_then_fast) as server:
-        configs, _ = Designer("crafter", settings(server.base_url, timeout_s=0.3)).generate(4)
+        configs, _ = Designer(CRAFTER, settings(server.base_url, timeout_s=0.3)).generate(4)
     assert len(configs) == 4 and len(calls) == 2
 
 
@@ -77,13 +79,13 @@ def test_connection_refused_gives_a_clear_error():
         s.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
     with pytest.raises(LLMError, match=r"failed 3 times.*connection failed"):
-        Designer("crafter", settings(url)).generate(4)
+        Designer(CRAFTER, settings(url)).generate(4)
 
 
 def test_bad_request_is_reported_not_retried():
     with FakeOpenAIServer(lambda request: (404, {"error": {"message": "model 'fake' not found"}}, {})) as server:
         with pytest.raises(LLMError, match="refused the request.*404.*not found"):
-            Designer("crafter", settings(server.base_url, output_mode="text")).generate(4)
+            Designer(CRAFTER, settings(server.base_url, output_mode="text")).generate(4)
     assert len(server.requests) == 1
 
 
@@ -91,7 +93,7 @@ def test_context_overflow_is_not_retried():
     body = {"error": {"message": "Requested tokens (9000) exceed context window of 8192"}}
     with FakeOpenAIServer(lambda request: (500, body, {})) as server:
         with pytest.raises(LLMError, match="context window"):
-            Designer("crafter", settings(server.base_url, output_mode="text")).generate(4)
+            Designer(CRAFTER, settings(server.base_url, output_mode="text")).generate(4)
     assert len(server.requests) == 1
 
 
@@ -100,6 +102,6 @@ def test_environment_variables_are_honoured(monkeypatch):
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "env-key")
         s = LLMSettings(model="fake", max_retries=0)  # backend auto -> openai because a base URL is set
-        assert len(Designer("crafter", s).generate(4).configs) == 4
+        assert len(Designer(CRAFTER, s).generate(4).configs) == 4
     assert len(server.requests) == 1
     assert {k.lower(): v for k, v in server.headers[0].items()}["authorization"] == "Bearer env-key"

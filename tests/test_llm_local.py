@@ -10,12 +10,15 @@ import time
 
 import pytest
 
+from envgen_jax import games
 from envgen_jax.cli import main as cli_main
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import Designer, DesignError, LLMSettings, LocalModelMissing
 from envgen_jax.llm.local_server import find_gguf, runtime_missing
 from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OfflineModel, assemble, is_verified
 from envgen_jax.schema import ConfigError
+
+CRAFTER = games.get("crafter").designer_spec()
 
 
 def _need(model: str):
@@ -38,7 +41,7 @@ def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
     # back for repair only made the test slower).
     settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, advice="none")
     start = time.monotonic()
-    with Designer("crafter", settings, tmp_path / "t.jsonl") as designer:
+    with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
         configs, purposes = designer.generate(2)
         server = designer.server
         pid = server.process.pid
@@ -64,7 +67,7 @@ def test_prompt_cache_can_be_switched_off(tmp_path):
     _need("smollm2-135m")
     settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, prompt_cache=False, max_repairs=1,
                            advice="none")
-    with Designer("crafter", settings, tmp_path / "t.jsonl") as designer:
+    with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
         success = {a: 50.0 for a in designer.spec.achievements}
         for ask in (lambda: designer.generate(1), lambda: designer.feedback(success, 1)):
             try:
@@ -118,7 +121,7 @@ def test_default_offline_designer_generates_through_the_cli(tmp_path, capsys):
 def test_missing_gguf_names_the_fix(tmp_path):
     settings = LLMSettings(backend="local", gguf_path=str(tmp_path / "absent.gguf"))
     with pytest.raises(LocalModelMissing, match="absent.gguf does not exist"):
-        Designer("crafter", settings).generate(4)
+        Designer(CRAFTER, settings).generate(4)
 
 
 def test_unknown_offline_model_is_named_with_the_choices():

@@ -8,9 +8,11 @@ from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import prompts
 from envgen_jax.llm.errors import LLMError
 from envgen_jax.llm.settings import LLMSettings
-from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS, EnvSpec, get_env_spec
+from envgen_jax import games
+from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS
+from envgen_jax.llm.spec import EnvSpec
 
-SPEC = get_env_spec("crafter")
+SPEC = games.get("crafter").designer_spec()
 SUCCESS = {name: (float(i * 4), 1.5) for i, name in enumerate(CRAFTER_ACHIEVEMENTS)}
 
 
@@ -116,18 +118,18 @@ def test_small_percentages_keep_a_decimal():
 
 def test_edited_template_must_keep_required_fields(tmp_path):
     for kind in ("generate", "feedback", "rules", "needs"):
-        (tmp_path / f"crafter_{kind}.txt").write_text(SPEC.read_template(kind))
+        (tmp_path / f"{kind}.txt").write_text(SPEC.read_template(kind))
     spec = EnvSpec("crafter", "Crafter", CrafterConfig, CRAFTER_ACHIEVEMENTS, prompts_dir=tmp_path)
     assert prompts.generation_prompt(spec, 4) == prompts.generation_prompt(SPEC, 4)
-    (tmp_path / "crafter_generate.txt").write_text("Design ${num_envs} worlds.\n${achievements}\n${rules}\n"
+    (tmp_path / "generate.txt").write_text("Design ${num_envs} worlds.\n${achievements}\n${rules}\n"
                                                    "${output_format}")
     with pytest.raises(LLMError, match=r"lacks \$\{settings\}"):
         prompts.generation_prompt(spec, 4)
-    (tmp_path / "crafter_generate.txt").write_text(SPEC.read_template("generate") + "${colour}")
+    (tmp_path / "generate.txt").write_text(SPEC.read_template("generate") + "${colour}")
     with pytest.raises(LLMError, match="unknown field"):
         prompts.generation_prompt(spec, 4)
-    (tmp_path / "crafter_feedback.txt").unlink()
-    with pytest.raises(LLMError, match="crafter_feedback.txt is missing"):
+    (tmp_path / "feedback.txt").unlink()
+    with pytest.raises(LLMError, match="feedback.txt is missing"):
         prompts.feedback_prompt(spec, SUCCESS, [], 4)
 
 
@@ -138,9 +140,9 @@ def test_repair_prompt_lists_problems():
 
 def test_heist_plugs_in_with_its_own_templates():
     heist = pytest.importorskip("envgen_jax.envs.heist")
-    from envgen_jax.llm.spec import heist_spec
+    from envgen_jax.envs.heist import HeistEnv
 
-    spec = get_env_spec("heist")
+    spec = games.get("heist").designer_spec()
     assert spec.config_cls is heist.HeistConfig and spec.achievements == tuple(heist.ACHIEVEMENTS)
     text = prompts.generation_prompt(spec, 4)
     for s in heist.HeistConfig.schema():
@@ -154,7 +156,7 @@ def test_heist_plugs_in_with_its_own_templates():
 
     too_big = json.dumps({"environments": [{"purpose": "p", "config": {"maze_settings": {"maze_dim": 13}}}]})
     assert parse_reply(too_big, spec.config_cls, 1).ok
-    small = heist_spec(9)
+    small = games.get("heist").designer_spec(HeistEnv(mode="easy"))  # a 9x9 world
     assert "does not fit" in parse_reply(too_big, small.config_cls, 1, check=small.check).problems[0]
     crossed = json.dumps({"environments": [{"purpose": "p", "config": {
         "maze_settings": {"num_keys": 1}, "start_settings": {"start_with_red_key": True}}}]})

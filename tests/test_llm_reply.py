@@ -131,7 +131,7 @@ def test_many_problems_are_capped():
 def test_targets_are_checked_names_and_a_repeated_name_counts_once():
     from envgen_jax.envs.crafter.config import CrafterConfig
     from envgen_jax.llm.reply import parse_reply
-    from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS
+    from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS
     env = {"purpose": "p", "config": {"inventory_settings": {"wood": 2}}}
     ok = parse_reply(json.dumps({"environments": [{**env, "targets": ["place_table", "place_table"]}]}),
                      CrafterConfig, 1, achievements=CRAFTER_ACHIEVEMENTS)

@@ -278,16 +278,19 @@ def test_kill_9_anywhere_then_resume_gives_the_same_report(tmp_path):
 def test_heist_runs_through_the_same_loop(tmp_path):
     from envgen_jax.envs.heist import HeistConfig
     cfg = load_run_config(ROOT / "configs" / "heist_envgen.yaml",
-                          TINY + ["heist_mode=easy", "observation=symbolic", "ppo.network=mlp", "llm.backend=openai",
+                          TINY + ["game_options.mode=easy", "observation=symbolic", "ppo.network=mlp", "llm.backend=openai",
                                   "llm.model=fake", "schedule.original_env_steps=0"])
     client = ScriptedClient(default=auto_reply(HeistConfig))
-    report = EnvGenRun(cfg, tmp_path, llm_client=client).run()
+    run = EnvGenRun(cfg, tmp_path, llm_client=client)
+    report = run.run()
     assert report["env"] == "heist" and report["llm_calls"] == 2 and report["crafter_score"] is None
     assert set(report["achievements"]) == {"collect_key_blue", "collect_key_green", "collect_key_red",
                                            "open_lock_blue", "open_lock_green", "open_lock_red", "collect_gem"}
     for name in ["environments/cycle_1.png", "report.md", "success_by_cycle.png", "learning_curve.png"]:
         assert (tmp_path / name).is_file(), name
     assert "Heist score (ours" in report["score_definition"]
+    assert run.env.world_dim == 9  # the game's option: easy mode
+    assert load_run_config(tmp_path / "config.yaml") == cfg  # written as game_options: {mode: easy}, read back
 
 
 def test_per_seed_designers_and_mixed_slots(tmp_path):

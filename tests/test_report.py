@@ -49,7 +49,7 @@ def test_adaptation_names_the_weakest_skills_each_design_serves_and_its_repeats(
     from types import SimpleNamespace
 
     from envgen_jax.envs.crafter.config import CrafterConfig
-    from envgen_jax.llm.spec import CRAFTER_ACHIEVEMENTS as names
+    from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS as names
     from envgen_jax.report import adaptation
 
     wood = {"environment_settings": {"tree_rarity": "very common"}}

@@ -1,13 +1,12 @@
-"""`method: scripted`: the no-LLM control that follows the feedback by targeting.py's map (fast: no training)."""
+"""`method: scripted`: the no-LLM control that follows the feedback by the game's targeting map (fast: no training)."""
 
 import math
 
 import pytest
 
-from envgen_jax import methods
+from envgen_jax import games, methods
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.envs.heist.config import WORLD_DIMS, HeistConfig
-from envgen_jax.llm import targeting
 from envgen_jax.methods import scripted
 from envgen_jax.methods.base import DesignContext
 from envgen_jax.run_config import load_run_config
@@ -28,8 +27,12 @@ def _design(config_cls, feedback, n=4, cycle=1, num_designers=None, cfg=None):
     return methods.get("scripted").design(ctx)
 
 
+def _map(env: str):
+    return games.get(env).targeting
+
+
 def _feedback(config_cls, means: dict, default: float = 50.0) -> dict:
-    own, _ = targeting.TABLES[config_cls.ENV_NAME]
+    own = _map(config_cls.ENV_NAME).own_levers
     return {a: (means.get(a, default), 1.0) for a in own}
 
 
@@ -57,7 +60,7 @@ def test_targets_are_the_weakest_unmastered_achievements_in_order():
 
 
 def test_mastered_achievements_are_skipped_and_the_rest_cycled():
-    own, _ = targeting.TABLES["crafter"]
+    own = _map("crafter").own_levers
     means = {a: 95.0 for a in own} | {"collect_wood": 90.0, "wake_up": 40.0, "collect_coal": 89.9}
     [design] = _design(CrafterConfig, [_feedback(CrafterConfig, means)], n=5)
     # 90 % (ued.mastered_at) is mastered; the two unmastered ones repeat, weakest first
@@ -79,7 +82,7 @@ def test_nan_counts_as_zero():
 
 def test_cycle_one_takes_the_tech_tree_order():
     order = scripted.tech_tree_order("crafter")
-    assert set(order) == set(targeting.TABLES["crafter"][0])
+    assert set(order) == set(_map("crafter").own_levers)
     assert order.index("collect_wood") < order.index("place_table") < order.index("make_wood_pickaxe") \
         < order.index("collect_stone") < order.index("make_stone_pickaxe") < order.index("collect_iron") \
         < order.index("make_iron_pickaxe") < order.index("collect_diamond")
@@ -94,7 +97,8 @@ def test_cycle_one_takes_the_tech_tree_order():
 @pytest.mark.parametrize("config_cls", [CrafterConfig, HeistConfig])
 def test_every_config_pulls_its_targets_levers_and_is_valid(config_cls):
     env = config_cls.ENV_NAME
-    own, prerequisites = targeting.TABLES[env]
+    target_map = _map(env)
+    own, prerequisites = target_map.own_levers, target_map.prerequisites
     original = config_cls.original()
     order = scripted.tech_tree_order(env)
     [design] = _design(config_cls, None, n=len(order), cycle=0)
@@ -111,12 +115,12 @@ def test_every_config_pulls_its_targets_levers_and_is_valid(config_cls):
         for p in prerequisites.get(target, ()):  # and every prerequisite's that no own lever overrules
             for lever in own[p]:
                 assert lever.pulled(config, original) or lever.path in own_paths, (target, p, lever)
-        assert targeting.helps(config, [target])
+        assert target_map.helps(config, [target])
         # only the levers of the target and its prerequisites are pulled: every change helps the target
         changed = {s.path for s in config_cls.schema() if getattr(config, s.name) != s.default}
-        assert set(targeting.helps(config, [target])) == changed
-        assert changed <= {lever.path for lever in targeting.levers(env, target)}
-        assert targeting.purpose_consistency(text, config) is not False, text
+        assert set(target_map.helps(config, [target])) == changed
+        assert changed <= {lever.path for lever in target_map.levers(target)}
+        assert target_map.purpose_consistency(text, config) is not False, text
     # no lever is left out for validity, bar the gem's start-with-key shortcuts (they need doors; "no doors" won)
     assert all(not scripted.build(config_cls, a)[2] for a in order if a != "collect_gem")
     if env == "heist":
@@ -140,7 +144,7 @@ def test_heist_targets_the_weakest_subtasks():
     [design] = _design(HeistConfig, [_feedback(HeistConfig, means, default=95.0)], n=4)
     assert _targets(design) == ["collect_key_red", "open_lock_red", "collect_gem", "open_lock_green"]
     for target, data in zip(_targets(design), design["configs"]):
-        assert targeting.helps(HeistConfig.from_dict(data), [target])
+        assert _map("heist").helps(HeistConfig.from_dict(data), [target])
 
 
 def test_deterministic():

@@ -1,26 +1,42 @@
-"""The achievement -> helpful settings tables (envgen_jax.llm.targeting): complete, valid against the config
-schemas, and right both ways on examples read from the games' rules; purposes checked against their settings."""
+"""The achievement -> helpful settings tables (each game's targeting map, read by envgen_jax.llm.targeting):
+complete, valid against the config schemas, and right both ways on examples read from the games' rules; purposes
+checked against their settings."""
 
 import pytest
 
+from envgen_jax import games
 from envgen_jax.envs.crafter.config import CrafterConfig
+from envgen_jax.envs.crafter.targeting import CRAFTER_LEVERS
 from envgen_jax.envs.heist.config import HeistConfig
+from envgen_jax.envs.heist.targeting import HEIST_LEVERS
 from envgen_jax.llm import targeting
-from envgen_jax.llm.spec import get_env_spec
-from envgen_jax.llm.targeting import helps, levers, purpose_consistency, purpose_problems
+from envgen_jax.schema import ConfigError
 
 CLASSES = {"crafter": CrafterConfig, "heist": HeistConfig}
+MAPS = {env: games.get(env).targeting for env in CLASSES}  # what the games declare
 crafter, heist = CrafterConfig.from_dict, HeistConfig.from_dict
+
+
+def helps(config, achievements):  # each config through its own game's map
+    return MAPS[config.ENV_NAME].helps(config, achievements)
+
+
+def purpose_consistency(purpose, config):
+    return MAPS[config.ENV_NAME].purpose_consistency(purpose, config)
+
+
+def purpose_problems(purpose, config):
+    return MAPS[config.ENV_NAME].purpose_problems(purpose, config)
 
 
 @pytest.mark.parametrize("env", ["crafter", "heist"])
 def test_every_achievement_has_levers_and_prerequisites_are_achievements(env):
-    own, prerequisites = targeting.TABLES[env]
-    achievements = get_env_spec(env).achievements
+    own, prerequisites = MAPS[env].own_levers, MAPS[env].prerequisites
+    achievements = games.get(env).designer_spec().achievements
     assert set(own) == set(achievements)
     assert set(prerequisites) <= set(achievements)
     assert all(set(p) <= set(achievements) and name not in p for name, p in prerequisites.items())
-    assert all(levers(env, name) for name in achievements)
+    assert all(MAPS[env].levers(name) for name in achievements)
     # One step back in the tech tree: no prerequisite of X is already needed by another prerequisite of X.
     def before(name):
         return {p for q in prerequisites.get(name, ()) for p in (q, *before(q))}
@@ -31,8 +47,7 @@ def test_every_achievement_has_levers_and_prerequisites_are_achievements(env):
 @pytest.mark.parametrize("env", ["crafter", "heist"])
 def test_every_lever_names_a_setting_with_a_reachable_helpful_value(env):
     schema = {s.path: s for s in CLASSES[env].schema()}
-    own, _ = targeting.TABLES[env]
-    concepts = targeting.CONCEPTS[env]
+    own, concepts = MAPS[env].own_levers, MAPS[env].concepts
     all_levers = {lever for group in own.values() for lever in group}
     all_levers |= {lever for c in concepts for lever in (*c.gives, *c.removes)}
     for lever in all_levers:
@@ -52,7 +67,7 @@ def test_every_lever_names_a_setting_with_a_reachable_helpful_value(env):
 
 def test_each_helpful_value_is_recognised_as_helping():
     for env, cls in CLASSES.items():
-        for name, group in targeting.TABLES[env][0].items():
+        for name, group in MAPS[env].own_levers.items():
             for lever in group:
                 setting = next(s for s in cls.schema() if s.path == lever.path)
                 allowed = setting.json_schema().get("enum", [False, True])
@@ -68,7 +83,7 @@ def test_crafter_examples_from_the_rules():
         "environment_settings.iron_rarity", "inventory_settings.stone_pickaxe"]
     assert helps(crafter({"inventory_settings": {"sapling": 5}}), ["defeat_zombie"]) == []
     assert helps(crafter({"environment_settings": {"iron_rarity": "rare"}}), ["collect_iron"]) == []
-    assert helps(CrafterConfig(), targeting.CRAFTER_LEVERS) == []
+    assert helps(CrafterConfig(), CRAFTER_LEVERS) == []
     # Direction: more zombies help fighting them, fewer (or none) help sleeping through the night.
     more_zombies = crafter({"creature_settings": {"zombies": "very common"}})
     no_zombies = crafter({"creature_settings": {"peaceful": True, "zombies": "rare"}})
@@ -98,20 +113,22 @@ def test_heist_examples_from_the_rules():
     near_keys = heist({"placement_settings": {"key_distance": "near"}})
     assert helps(near_keys, ["collect_key_green"]) and not helps(near_keys, ["collect_gem"])
     assert helps(heist({"maze_settings": {"maze_dim": 5}}), ["collect_gem"])
-    assert not helps(heist({"maze_settings": {"maze_dim": 13}}), targeting.HEIST_LEVERS)
+    assert not helps(heist({"maze_settings": {"maze_dim": 13}}), HEIST_LEVERS)
     one_door = heist({"maze_settings": {"num_keys": 1}})
     assert helps(one_door, ["collect_key_blue", "collect_gem"]) and not helps(one_door, ["collect_key_green"])
     blue_in_hand = heist({"start_settings": {"start_with_blue_key": True}})
     assert helps(blue_in_hand, ["open_lock_blue"]) and helps(blue_in_hand, ["collect_key_green"])
     assert not helps(blue_in_hand, ["collect_key_blue"])      # the blue key is then not in the maze
-    assert helps(HeistConfig(), targeting.HEIST_LEVERS) == []
+    assert helps(HeistConfig(), HEIST_LEVERS) == []
 
 
 def test_unknown_names_are_errors():
     with pytest.raises(KeyError, match="not a crafter achievement"):
         helps(CrafterConfig(), ["collect_gem"])
-    with pytest.raises(KeyError, match="no lever table"):
-        levers("minigrid", "x")
+    with pytest.raises(KeyError, match="not a heist achievement"):
+        MAPS["heist"].levers("collect_wood")
+    with pytest.raises(ConfigError, match="'minigrid' is not known"):
+        games.get("minigrid")
 
 
 @pytest.mark.parametrize("purpose, config, expected", [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from envgen_jax import games
 from envgen_jax.schema import ConfigError
@@ -65,16 +66,43 @@ def add_commands(commands) -> None:
 def _env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", choices=games.NAMES, default="crafter",
                    help="which game the configurations are for (default crafter)")
-    p.add_argument("--heist-mode", choices=("easy", "hard"), default="hard",
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="one of the game's options, as a run configuration's game_options (repeatable), e.g. "
+                        "--option mode=easy for Heist")
+    p.add_argument("--heist-mode", choices=("easy", "hard"), default=None,
                    help="Heist only: Procgen's distribution mode, which fixes the world size (easy 9x9, hard 13x13; "
-                        "default hard)")
+                        "default hard); short for --option mode=...")
+
+
+def _game_options(args, game):
+    """The game's options from --option KEY=VALUE (values read as YAML, as --set reads them) and --heist-mode (the
+    option `mode` of a game that has one; other games ignore it, as they did)."""
+    from envgen_jax.config_io import parse_yaml
+
+    given, problems = {}, []
+    if args.heist_mode is not None and "mode" in {f.name for f in dataclasses.fields(game.options_cls)}:
+        given["mode"] = args.heist_mode
+    for item in args.option:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            problems.append(f"--option {item!r}: expected KEY=VALUE, e.g. --option mode=easy")
+            continue
+        try:
+            given[key.strip()] = parse_yaml(raw) if raw.strip() else ""
+        except ValueError:
+            given[key.strip()] = raw
+    options = game.read_options(given, problems=problems)
+    if problems:
+        raise ConfigError(problems, what="game options")
+    return options
 
 
 def _read_configs(args) -> list:
-    """The file's configurations, checked against the schema and (Heist) against the chosen mode's world size."""
-    from envgen_jax.envs.registry import read_config_file
-    configs = read_config_file(args.file, args.env)
-    problems = games.get(args.env).mode_problems(configs, args.heist_mode)
+    """The file's configurations, checked against the schema and against the game's options (Heist: the mode's
+    world size)."""
+    game = games.get(args.env)
+    configs = games.read_config_file(args.file, args.env)
+    problems = game.option_problems(configs, _game_options(args, game))
     if problems:
         raise ConfigError(problems)
     return configs
@@ -90,12 +118,12 @@ def cmd_validate(args) -> int:
 
 def cmd_render(args) -> int:
     configs = _read_configs(args)
-    path = games.get(args.env).render(configs, args.out, seed=args.seed, mode=args.heist_mode)
+    game = games.get(args.env)
+    path = game.render(configs, args.out, seed=args.seed, options=_game_options(args, game))
     print(f"wrote {path} ({len(configs)} world{'s' * (len(configs) != 1)}, seed {args.seed})")
     return 0
 
 
 def cmd_settings(args) -> int:
-    from envgen_jax.envs.registry import config_class
-    print(config_class(args.env).describe_settings())
+    print(games.config_class(args.env).describe_settings())
     return 0

@@ -6,10 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from envgen_jax import games
 from envgen_jax.config_io import load_yaml
 from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OFFLINE_MODELS
 from envgen_jax.llm.settings import BACKENDS, LLMSettings
-from envgen_jax.llm.spec import env_names
 from envgen_jax.schema import ConfigError
 
 LLM_HELP = """\
@@ -44,7 +44,7 @@ def add_commands(commands) -> None:
     llm_commands = llm.add_subparsers(dest="llm_command", metavar="COMMAND", required=True)
     gen = llm_commands.add_parser("generate", help="ask the LLM for environment configurations and write them",
                                   description=GENERATE_HELP)
-    gen.add_argument("--env", default="crafter", choices=env_names(), help="environment (default crafter)")
+    gen.add_argument("--env", default="crafter", choices=games.NAMES, help="environment (default crafter)")
     gen.add_argument("--num-envs", type=_positive_int, default=4, metavar="N",
                      help="configurations to ask for (default 4)")
     gen.add_argument("--feedback", type=Path, metavar="FILE.json",
@@ -129,9 +129,8 @@ def _previous(path: Path, spec) -> list:
 
 def cmd_generate(args) -> int:
     from envgen_jax.llm.designer import Designer
-    from envgen_jax.llm.spec import get_env_spec
 
-    spec = get_env_spec(args.env)
+    spec = games.get(args.env).designer_spec()
     settings = _settings(args)
     replaying = settings.resolved_backend() == "replay"
     transcript = None if replaying else (args.transcript or args.out.with_suffix(".transcript.jsonl"))

@@ -1,140 +1,173 @@
-"""One place per game: everything the run, the designer, the report and the command line need to know about a game.
+"""The games: one line per game, naming the module of its package that declares its `Game`.
 
-    game = games.get("heist")
-    env = game.make_env(observation="symbolic", heist_mode="easy")
-    game.config_cls, game.designer_spec(env), game.score(rates), game.render(configs, path, seed, mode)
+    game = games.get("heist")                       # imports envgen_jax.envs.heist.game on first use
+    options = game.read_options({"mode": "easy"})   # a run configuration's `game_options`, typed and checked
+    env = game.make_env("symbolic", options)
+    game.config_cls, game.designer_spec(env), game.targeting, game.score(rates), game.render(configs, path, 0, options)
 
-A game is one entry of `GAMES` (a `Game`), built from its package under `envgen_jax/envs/`; adding a third game is one
-package plus one entry here. Nothing outside this module branches on a game's name.
+A game is a package (under envgen_jax/envs/, or anywhere importable) whose `game` module defines `GAME`, an instance
+of a `Game` subclass: its environment, configuration class, prompt folder, targeting map, score, renderer and its own
+options. Adding one is that package plus one line in `GAMES` below (or `register(name, module)` at run time, as a
+test may). Nothing outside the games' packages and this module branches on a game's name.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import Any, Mapping, Sequence
 
-import numpy as np
-
+from envgen_jax.envs.game import ConfigurableEnv, Game, GameOptions, parse_options
 from envgen_jax.schema import ConfigError
 
-if TYPE_CHECKING:  # jax stays out of import time
-    from envgen_jax.envs.bank import Bank
+__all__ = ["GAMES", "NAMES", "ConfigurableEnv", "Game", "GameOptions", "config_class", "get", "make_env",
+           "read_config_file", "read_run_options", "register", "upgrade_run_settings"]
 
-
-class ConfigurableEnv(Protocol):
-    """A single environment whose per-env parameters come from a bank of configurations (vmapped by VecEnv)."""
-
-    achievement_names: Sequence[str]
-
-    def make_params(self, configs: Sequence[Any], capacity: int | None = None) -> Bank: ...
-    def reset(self, key, params): ...
-    def step(self, key, state, action, params): ...
-
-
-@dataclasses.dataclass(frozen=True)
-class Game:
-    name: str
-    package: str                                  # the env package under envgen_jax/envs
-    config_class_name: str
-    make_env: Callable[..., ConfigurableEnv]      # (observation, heist_mode) -> env
-    score_name: str                               # "Crafter score" or "score"
-    score_definition: str
-    score_is_crafter: bool                        # the paper's Crafter score (report's crafter_score, Table 1)
-    _score: Callable[[np.ndarray], np.ndarray]    # success rates [S, A] -> score [S]
-    _designer_spec: Callable[[Any], Any]          # env -> llm EnvSpec
-    _render: Callable[[Sequence[Any], Path, int, str], Path]
-    _mode_problems: Callable[[Sequence[Any], str], list[str]] = lambda configs, mode: []
-
-    @property
-    def config_cls(self) -> type:
-        return getattr(importlib.import_module(self.package), self.config_class_name)
-
-    def score(self, rates) -> np.ndarray:
-        return self._score(rates)
-
-    def designer_spec(self, env) -> Any:
-        """The designer's view of this game, for `env` (e.g. Heist's maze must fit the mode's world)."""
-        return self._designer_spec(env)
-
-    def render(self, configs: Sequence[Any], path, seed: int = 0, mode: str = "hard") -> Path:
-        return self._render(configs, Path(path), seed, mode)
-
-    def mode_problems(self, configs: Sequence[Any], mode: str) -> list[str]:
-        """Problems with running `configs` in the given mode (CLI extras such as Heist's --heist-mode)."""
-        return self._mode_problems(configs, mode)
-
-
-# ------------------------------------------------------------------------------------------------------ crafter
-def _crafter_env(observation: str = "symbolic", heist_mode: str = "hard"):
-    from envgen_jax.envs.crafter import CrafterEnv
-    return CrafterEnv(observation=observation)
-
-
-def _crafter_render(configs, path, seed, mode):
-    from envgen_jax.envs.crafter.render import save_world_pictures
-    return save_world_pictures(configs, path, seed=seed)
-
-
-def _crafter_score(rates):
-    from envgen_jax.trainer.metrics import crafter_score
-    return crafter_score(rates)
-
-
-def _crafter_spec(env):
-    from envgen_jax.llm.spec import get_env_spec
-    return get_env_spec("crafter")
-
-
-# ------------------------------------------------------------------------------------------------------- heist
-def _heist_env(observation: str = "symbolic", heist_mode: str = "hard"):
-    from envgen_jax.envs.heist import HeistEnv
-    return HeistEnv(mode=heist_mode, obs="pixels" if observation == "pixels" else "symbolic")
-
-
-def _heist_render(configs, path, seed, mode):
-    from envgen_jax.envs.heist import render_levels
-    return render_levels(configs, path, seed=seed, mode=mode)
-
-
-def _heist_score(rates):
-    from envgen_jax.trainer.metrics import subtask_score
-    return subtask_score(rates)
-
-
-def _heist_spec(env):  # mazes that do not fit this world size go back to the LLM for repair
-    from envgen_jax.llm.spec import heist_spec
-    return heist_spec(env.world_dim)
-
-
-def _heist_mode_problems(configs, mode):
-    from envgen_jax.envs.heist.config import WORLD_DIMS
-    return [p for i, c in enumerate(configs) for p in c.fit_problems(WORLD_DIMS[mode], f"[{i}]")]
-
-
-GAMES: dict[str, Game] = {
-    "crafter": Game(
-        name="crafter", package="envgen_jax.envs.crafter", config_class_name="CrafterConfig", make_env=_crafter_env,
-        score_name="Crafter score", score_is_crafter=True,
-        score_definition="Crafter score: per seed, success rates pooled over every episode that finished in the "
-                         "scored (final) phase, S = exp(mean_i ln(1 + s_i)) - 1 over the 22 achievements; then mean "
-                         "+/- population std over seeds",
-        _score=_crafter_score, _designer_spec=_crafter_spec, _render=_crafter_render),
-    "heist": Game(
-        name="heist", package="envgen_jax.envs.heist", config_class_name="HeistConfig", make_env=_heist_env,
-        score_name="score", score_is_crafter=False,
-        score_definition="Heist score (ours; the paper's definition is unpublished): the Crafter formula over "
-                         "Heist's subtasks (collect each key, open each lock, collect the gem), each rate over the "
-                         "scored-phase episodes whose level offered that subtask, subtasks never offered left out; "
-                         "then mean +/- population std over seeds",
-        _score=_heist_score, _designer_spec=_heist_spec, _render=_heist_render,
-        _mode_problems=_heist_mode_problems),
+GAMES: dict[str, str | Game] = {
+    "crafter": "envgen_jax.envs.crafter.game",
+    "heist": "envgen_jax.envs.heist.game",
 }
-NAMES: tuple[str, ...] = tuple(GAMES)
+NAMES = GAMES.keys()  # a live view: a game registered later is known everywhere (command-line choices included)
+
+# Settings that were top-level run fields before games declared their options (old run directories' config.yaml
+# and study.yaml hold them): old key -> (game, option). The game's runs read it as that option; other games ignore
+# it, as they did.
+LEGACY_RUN_KEYS = {"heist_mode": ("heist", "mode")}
+
+
+def read_run_options(settings: Mapping, value: Any, where: str, problems: list[str], default_env: str) -> Any:
+    """A run configuration's `game_options` (`value`), read as the options of the game `settings` names (the run's
+    own settings, `default_env` when they name none); a name that is no game (its problem is reported with `env`)
+    has no options."""
+    env = settings.get("env", default_env)
+    if isinstance(env, str) and env in GAMES:
+        return get(env).read_options(value, where, problems)
+    return parse_options(GameOptions, repr(env), value, where, problems)
+
+
+_loaded: dict[str, Game] = {}  # module -> its GAME
+
+
+def register(name: str, game: str | Game) -> None:
+    """Add (or replace) a game: the module that defines its `GAME`, or the Game itself."""
+    GAMES[name] = game
 
 
 def get(name: str) -> Game:
-    if name not in GAMES:
+    """The game registered under `name` (its module is imported on first use)."""
+    if not isinstance(name, str) or name not in GAMES:
         raise ConfigError([f"env: {name!r} is not known; expected one of {', '.join(GAMES)}"])
-    return GAMES[name]
+    entry = GAMES[name]
+    if isinstance(entry, Game):
+        return entry
+    if entry not in _loaded:
+        game = getattr(importlib.import_module(entry), "GAME", None)
+        if not isinstance(game, Game) or game.name != name:
+            raise TypeError(f"{entry}.GAME must be the Game named {name!r}, got {game!r}")
+        _loaded[entry] = game
+    return _loaded[entry]
+
+
+def upgrade_run_settings(data: Mapping, problems: list[str] | None = None, overrides: Sequence[str] = ()) -> dict:
+    """A run configuration mapping with its legacy keys (LEGACY_RUN_KEYS) in today's form: `heist_mode: easy` is
+    `game_options: {mode: easy}` for Heist and ignored by other games (its value still checked, as it was). When the
+    new key gives another value, the one set by a --set (`overrides`, already applied to `data`) wins over the
+    file's; given both ways in the same place, they must agree. Problems raise one ConfigError; with `problems` given
+    they are appended to it instead."""
+    own = problems is None
+    problems = [] if own else problems
+    data = dict(data)
+    set_by_override = {item.partition("=")[0].strip() for item in overrides}
+    for key, (owner, option) in LEGACY_RUN_KEYS.items():
+        if key not in data:
+            continue
+        value = data.pop(key)
+        found: list[str] = []
+        get(owner).read_options({option: value}, "game_options", found)
+        problems += [p.replace(f"game_options.{option}", key, 1) for p in found]
+        if found or data.get("env") != owner:
+            continue
+        options = data.get("game_options")
+        if options is None:
+            data["game_options"] = {option: value}
+        elif isinstance(options, Mapping):  # another value is reported when game_options is read
+            old_set = key in set_by_override
+            new_set = bool({"game_options", f"game_options.{option}"} & set_by_override)
+            if option not in options or options[option] == value or (old_set and not new_set):
+                data["game_options"] = {**options, option: value}
+            elif old_set == new_set:
+                problems.append(f"{key}: {value!r} differs from game_options.{option} = {options[option]!r}; "
+                                f"{key} is the old name of game_options.{option}, give only one")
+    if own and problems:
+        raise ConfigError(problems, what="run configuration")
+    return data
+
+
+# ------------------------------------------------------------------------------------- configuration files
+def _no_duplicate_keys(pairs):
+    """json's object hook: a key given twice is an error (json keeps the last silently, dropping the first)."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def config_class(env_name: str) -> type:
+    return get(env_name).config_cls
+
+
+def read_config_file(path: str | Path, env_name: str) -> list[Any]:
+    """Read configurations from JSON: one config object, a list of them, or {"environments": [...]} as written by
+    `envgen-jax llm generate` (each item either a config or {"purpose": ..., "config": {...}})."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()  # json decodes UTF-8 (or UTF-16/32) itself
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no such file"]) from None
+    except OSError as e:
+        raise ConfigError([f"{path}: cannot be read ({e.strerror or e})"]) from None
+    try:
+        data = json.loads(raw, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as e:
+        raise ConfigError([f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})"]) from None
+    except UnicodeDecodeError as e:
+        raise ConfigError([f"{path}: not UTF-8 text ({e.reason} at byte {e.start})"]) from None
+    except (ValueError, RecursionError) as e:  # a duplicate key, a number too long, nesting too deep
+        reason = str(e).split(";")[0] if isinstance(e, ValueError) else "nested too deeply"
+        raise ConfigError([f"{path}: not valid JSON ({reason})"]) from None
+    cls = config_class(env_name)
+    if isinstance(data, dict) and "environments" in data:
+        items, where = data["environments"], "environments"
+        if not isinstance(items, list):
+            raise ConfigError([f"environments: expected a list, got {type(items).__name__}"])
+    elif isinstance(data, list):
+        items, where = data, ""
+    else:
+        return [cls.from_dict(data)]
+    configs, problems = [], []
+    for i, item in enumerate(items):
+        here = f"{where}[{i}]"
+        if isinstance(item, dict) and "config" in item:
+            problems += [f"{here}.{key}: unknown key; an environment holds only \"purpose\" and \"config\""
+                         for key in item if key not in ("purpose", "config")]
+            if not isinstance(item.get("purpose", ""), str):
+                problems.append(f"{here}.purpose: expected a string, got {type(item['purpose']).__name__}")
+            item, here = item["config"], f"{here}.config"
+        found = cls.collect_problems(item, here)
+        problems += found
+        if not found:
+            configs.append(cls.from_dict(item))
+    if problems:
+        raise ConfigError(problems, what=f"{env_name} configurations in {path}")
+    if not configs:
+        raise ConfigError([f"{path}: contains no configuration"])
+    return configs
+
+
+def make_env(env_name: str, observation: str = "symbolic", options: Any = None):
+    """The single-environment object of a game (vmapped by `envs.vector.VecEnv`); `options` as in `read_options`."""
+    game = get(env_name)
+    return game.make_env(observation, game.read_options(options))

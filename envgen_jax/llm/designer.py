@@ -1,11 +1,12 @@
 """The LLM environment designer: EnvGen steps 1 (generate) and 4 (feedback) as one continuing conversation.
 
-    with Designer("crafter", LLMSettings(), "runs/x/llm_transcript.jsonl") as designer:
+    spec = games.get("crafter").designer_spec()   # the game's view, built by the game (envgen_jax.games)
+    with Designer(spec, LLMSettings(), "runs/x/llm_transcript.jsonl") as designer:
         configs, purposes = designer.generate(4)
         ...train...
         configs, purposes = designer.feedback({"collect_coal": (38.0, 6.0), ...}, 4)
         state = designer.state_dict()          # checkpoint with the run
-    designer = Designer.from_state(state, settings, transcript_path)   # resume after an LLM step
+    designer = Designer.from_state(state, settings, transcript_path, env=spec)   # resume after an LLM step
 
 A design call either returns exactly n validated configurations or raises: `DesignError` when the model's replies
 stayed invalid after `max_repairs` repair turns, `LLMError` when the endpoint failed. Neither changes the
@@ -26,8 +27,8 @@ from envgen_jax.llm.prompts import (feedback_prompt, generation_prompt, next_pro
                                     written_prompt)
 from envgen_jax.llm.reply import parse_reply
 from envgen_jax.llm.settings import LLMSettings
-from envgen_jax.llm.spec import EnvSpec, get_env_spec
-from envgen_jax.llm.targeting import helps, levers, purpose_problems
+from envgen_jax.llm.spec import EnvSpec
+from envgen_jax.llm.targeting import TargetMap
 from envgen_jax.llm.transcript import ReplayBackend, Transcript
 
 STATE_VERSION = 1
@@ -41,12 +42,16 @@ class Design(NamedTuple):
 
 
 class Designer:
-    def __init__(self, env: str | EnvSpec, settings: LLMSettings | None = None,
+    def __init__(self, env: EnvSpec, settings: LLMSettings | None = None,
                  transcript_path: str | Path | None = None, *, client: Any = None,
                  sleep: Callable[[float], None] = time.sleep):
-        """`client`: an object with `.chat.completions.create` (e.g. `openai.OpenAI`) to use instead of the
-        backend named in `settings`; tests inject fakes here."""
-        self.spec = get_env_spec(env)
+        """`env`: the game as the designer sees it, built by the game (`games.get(name).designer_spec(env)`).
+        `client`: an object with `.chat.completions.create` (e.g. `openai.OpenAI`) to use instead of the backend
+        named in `settings`; tests inject fakes here."""
+        if not isinstance(env, EnvSpec):
+            raise TypeError(f"Designer needs the game's EnvSpec (envgen_jax.games.get(name).designer_spec()), "
+                            f"got {env!r}")
+        self.spec = env
         self.settings = settings or LLMSettings()
         self.transcript = Transcript(transcript_path)
         self._client_override = client
@@ -106,12 +111,13 @@ class Designer:
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], settings: LLMSettings | None = None,
-                   transcript_path: str | Path | None = None, *, env: str | EnvSpec | None = None,
-                   client: Any = None, sleep: Callable[[float], None] = time.sleep) -> "Designer":
+                   transcript_path: str | Path | None = None, *, env: EnvSpec, client: Any = None,
+                   sleep: Callable[[float], None] = time.sleep) -> "Designer":
+        """A designer that goes on with the conversation in `state` (`state_dict()`), for the same game (`env`)."""
         if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION:
             raise LLMError(f"not a designer state of version {STATE_VERSION}: "
                            f"{state.get('version') if isinstance(state, Mapping) else type(state).__name__}")
-        designer = cls(env or state["env"], settings, transcript_path, client=client, sleep=sleep)
+        designer = cls(env, settings, transcript_path, client=client, sleep=sleep)
         if designer.spec.name != state["env"]:
             raise LLMError(f"the state belongs to {state['env']!r}, not {designer.spec.name!r}")
         if state.get("mode") is not None and state["mode"] not in MODES:
@@ -235,7 +241,7 @@ class Designer:
             reply = llm.complete(messages, schema, sampling)
             parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check, names)
             advice = (design_advice(parsed.configs, parsed.purposes, self.history, self.settings.advice,
-                                    parsed.targets, written) if parsed.ok else [])
+                                    parsed.targets, written, self.spec.targeting) if parsed.ok else [])
             last_try = attempt == self.settings.max_repairs
             accepted = parsed.ok and (not advice or last_try)  # advice asks for a repair but never fails a step
             self.transcript.write({
@@ -266,13 +272,14 @@ class Designer:
 
 
 def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_designs: Sequence[Sequence[Any]] = (),
-                  checks: str = "all", targets: Sequence[Sequence[str]] = (), written: Sequence[Any] = ()
-                  ) -> list[str]:
+                  checks: str = "all", targets: Sequence[Sequence[str]] = (), written: Sequence[Any] = (),
+                  target_map: TargetMap | None = None) -> list[str]:
     """Valid designs that waste a slot: environments that repeat another, repeat one the agent already trained in
     (any of `earlier_designs`, oldest first), change nothing, name targets their settings give nothing for
-    (`targets`, llm.targets; `targeting.helps`), or, without targets, do not do what their purpose says (a purpose
-    that promises a wood pickaxe must give one; `targeting.purpose_problems`, a word heuristic: an environment that
-    names its targets is held to those instead). They go back for repair like
+    (`targets`, llm.targets; `TargetMap.helps`), or, without targets, do not do what their purpose says (a purpose
+    that promises a wood pickaxe must give one; `TargetMap.purpose_problems`, a word heuristic: an environment that
+    names its targets is held to those instead). Both use the game's `target_map` (EnvSpec.targeting): without
+    one, neither is checked. They go back for repair like
     invalid ones, but a design still holding them after the last repair is used (and the advice recorded): quality
     problems must not stop a run, and the heuristics must never overrule the LLM for good. `checks`: "all",
     "duplicates" (repeated or unchanged environments only) or "none" (LLMSettings.advice). `written`: environments
@@ -301,14 +308,16 @@ def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_desig
             when = "your last design" if k == len(earlier_designs) - 1 else f"your design number {k + 1}"
             advice.append(f"environments[{i}].config repeats environment {j + 1} of {when}, which the agent already "
                           f"trained in; design a new one for the skills it still lacks")
+        elif target_map is None:
+            continue
         elif i < len(targets) and targets[i]:  # the targets it names are checked, not its purpose's words
-            unserved = [t for t in targets[i] if not helps(config, [t])]
+            unserved = [t for t in targets[i] if not target_map.helps(config, [t])]
             if unserved:
-                settings = sorted({lever.name for t in unserved for lever in levers(type(config).ENV_NAME, t)})
+                settings = sorted({lever.name for t in unserved for lever in target_map.levers(t)})
                 advice.append(f"environments[{i}] targets {', '.join(unserved)}, but its config changes nothing that "
                               f"helps {'it' if len(unserved) == 1 else 'them'}; change settings for those targets "
                               f"(for example {', '.join(settings)}) or target what the config serves")
         else:
-            problems = purpose_problems(purposes[i] if i < len(purposes) else "", config) or []
+            problems = target_map.purpose_problems(purposes[i] if i < len(purposes) else "", config) or []
             advice += [f"environments[{i}]: the purpose does not match the config: {p}" for p in problems]
     return advice

@@ -56,7 +56,7 @@ class LLMSettings:
     # targets: each environment first names the achievements it trains (1 to 3, constrained to the game's names),
     # then its settings; with advice "all", a target its settings give nothing for goes back for repair once.
     targets: bool = True
-    # needs: the achievements listed with what each needs, from the game's rules (prompts/<game>_needs.txt).
+    # needs: the achievements listed with what each needs, from the game's rules (its prompts/needs.txt).
     needs: bool = True
     # history: the earlier environments in the feedback turn, "summary" (their settings in words, what they trained
     # and what the agent unlocked inside each, marked as tried) or "json" (the configurations, as the paper did).

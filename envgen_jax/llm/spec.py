@@ -1,49 +1,50 @@
-"""What the designer needs to know about one environment: its config class, its achievements and its prompt files.
+"""What the designer needs to know about one game: its config class, its achievements, its prompt files and its
+targeting map. The game builds it (`envgen_jax.games`: `games.get(name).designer_spec(env)`); nothing here knows a
+game by name.
 
-The machinery (prompts, client, validation, replay) is generic; an environment plugs in with an `EnvSpec` and four
-text files under `prompts/`: `<name>_generate.txt`, `<name>_feedback.txt`, `<name>_rules.txt` and `<name>_needs.txt`
-(one "achievement: what it needs" line per achievement).
+The machinery (prompts, client, validation, replay) is generic; a game plugs in with an `EnvSpec` and four text
+files in its own prompts folder (`prompts_dir`, e.g. envgen_jax/envs/heist/prompts/): `generate.txt`,
+`feedback.txt`, `rules.txt` and `needs.txt` (one "achievement: what it needs" line per achievement). The prompt
+files shared by every game stay in this package's `prompts/` (PROMPTS_DIR).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from envgen_jax.llm.errors import LLMError
 
-PROMPTS_DIR = Path(__file__).parent / "prompts"
+if TYPE_CHECKING:
+    from envgen_jax.llm.targeting import TargetMap
 
-# The 22 Crafter achievements, alphabetical as EnvGen's prompt lists them.
-CRAFTER_ACHIEVEMENTS = (
-    "collect_coal", "collect_diamond", "collect_drink", "collect_iron", "collect_sapling", "collect_stone",
-    "collect_wood", "defeat_skeleton", "defeat_zombie", "eat_cow", "eat_plant", "make_iron_pickaxe",
-    "make_iron_sword", "make_stone_pickaxe", "make_stone_sword", "make_wood_pickaxe", "make_wood_sword",
-    "place_furnace", "place_plant", "place_stone", "place_table", "wake_up",
-)
+PROMPTS_DIR = Path(__file__).parent / "prompts"  # the prompt files every game shares (output format, repair, ...)
+TEMPLATE_KINDS = ("generate", "feedback", "rules", "needs")
 
 
 @dataclasses.dataclass(frozen=True)
 class EnvSpec:
-    """One environment as the designer sees it."""
+    """One game as the designer sees it."""
 
-    name: str                          # also the prefix of its prompt files
+    name: str                          # the game's name (designer states and transcripts record it)
     title: str                         # the game's name inside prompts, e.g. "Crafter"
     config_cls: type                   # a SchemaConfig dataclass: validator, JSON schema and settings text
     achievements: tuple[str, ...]      # the names success rates are reported under (achievements or subtasks)
     skills: str = "achievements"       # what the prompts call them ("subtasks" for Heist)
-    prompts_dir: Path = PROMPTS_DIR
+    prompts_dir: Path = PROMPTS_DIR    # the game's own templates: generate.txt, feedback.txt, rules.txt, needs.txt
     # Extra run-specific checks on a validated config, (config, where) -> problems, sent back for repair like any
     # other problem; e.g. Heist's maze size against the world size of the mode being trained.
     check: Callable[[Any, str], list[str]] | None = None
+    # Which settings help which achievement and what purposes may name (llm/targeting.py); None: designs are not
+    # checked against their targets or purposes.
+    targeting: TargetMap | None = None
 
     def template_path(self, kind: str) -> Path:
-        return self.prompts_dir / f"{self.name}_{kind}.txt"
+        return self.prompts_dir / f"{kind}.txt"
 
     def needs(self) -> dict[str, str]:
-        """achievement -> what it needs, from `<name>_needs.txt` (one "name: text" line each; every achievement)."""
+        """achievement -> what it needs, from `needs.txt` (one "name: text" line each; every achievement)."""
         path = self.template_path("needs")
         lines = [line for line in self.read_template("needs").splitlines() if line.strip()]
         out = {}
@@ -63,45 +64,6 @@ class EnvSpec:
         try:
             return path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise LLMError(f"prompt template {path} is missing; every environment needs {self.name}_generate.txt, "
-                           f"{self.name}_feedback.txt, {self.name}_rules.txt and {self.name}_needs.txt in "
+            raise LLMError(f"prompt template {path} is missing; every game needs "
+                           f"{', '.join(f'{k}.txt' for k in TEMPLATE_KINDS)} in its prompts folder "
                            f"{self.prompts_dir}") from None
-
-
-def _crafter() -> EnvSpec:
-    # Imported late: the crafter package pulls in JAX, which prompt-only callers do not need before the first call.
-    from envgen_jax.envs.crafter.config import CrafterConfig
-
-    return EnvSpec(name="crafter", title="Crafter", config_cls=CrafterConfig, achievements=CRAFTER_ACHIEVEMENTS)
-
-
-def _heist() -> EnvSpec:
-    # Heist's subtasks (keys, locks, gem) play the part of Crafter's achievements in the feedback prompt.
-    module = importlib.import_module("envgen_jax.envs.heist")
-    return EnvSpec(name="heist", title="Heist", config_cls=module.HeistConfig, achievements=tuple(module.ACHIEVEMENTS),
-                   skills="subtasks")
-
-
-def heist_spec(world_dim: int) -> EnvSpec:
-    """Heist for one world size (9 easy, 13 hard): configs whose maze does not fit are sent back for repair."""
-    return dataclasses.replace(_heist(), check=lambda config, where: config.fit_problems(world_dim, where))
-
-
-_FACTORIES: dict[str, Callable[[], EnvSpec]] = {"crafter": _crafter, "heist": _heist}
-
-
-def register_env_spec(name: str, factory: Callable[[], EnvSpec]) -> None:
-    """Add (or replace) an environment; `factory` is called on first use."""
-    _FACTORIES[name] = factory
-
-
-def env_names() -> tuple[str, ...]:
-    return tuple(_FACTORIES)
-
-
-def get_env_spec(name: str | EnvSpec) -> EnvSpec:
-    if isinstance(name, EnvSpec):
-        return name
-    if name not in _FACTORIES:
-        raise LLMError(f"unknown environment {name!r}; known: {', '.join(_FACTORIES)}")
-    return _FACTORIES[name]()

@@ -2,7 +2,7 @@
 
     client = ScriptedClient([reply_text, TimeoutError("slow"), ...])     # answers in order
     client = ScriptedClient(default=auto_reply(CrafterConfig))          # always a valid design of the asked size
-    Designer("crafter", LLMSettings(backend="openai", model="fake"), path, client=client)
+    Designer(games.get("crafter").designer_spec(), LLMSettings(backend="openai", model="fake"), path, client=client)
 
 It has the `client.chat.completions.create(**kwargs)` shape and records every call's kwargs in `calls`.
 """

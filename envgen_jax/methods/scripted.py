@@ -1,14 +1,14 @@
 """Scripted: a control with no LLM. From the same feedback the LLM gets, it writes `schedule.envs_per_call`
 configurations for the weakest achievements the agent has not mastered, each pulling exactly the levers that
-`llm/targeting.py` maps to that achievement and to its direct prerequisites. It is what perfect feedback-following
-by our own map would do; the study compares it with `envgen` to separate "does following the feedback help this
-agent?" from "does the small LLM follow it?".
+the game's targeting map (`llm/targeting.py`) gives that achievement and its direct prerequisites. It is what
+perfect feedback-following by our own map would do; the study compares it with `envgen` to separate "does following
+the feedback help this agent?" from "does the small LLM follow it?".
 
 The rules (deterministic: no random number is drawn, so the same feedback always gives the same design):
 
 1. Tech-tree order. An achievement's depth is the length of its longest chain of direct prerequisites in
-   targeting's PREREQUISITES (0 for none); the tech-tree order sorts by depth, earliest first, ties in the lever
-   table's order (targeting.TABLES). Crafter: collect_drink, collect_sapling, collect_wood, defeat_skeleton,
+   the map's `prerequisites` (0 for none); the tech-tree order sorts by depth, earliest first, ties in the lever
+   table's order (the map's `own_levers`). Crafter: collect_drink, collect_sapling, collect_wood, defeat_skeleton,
    defeat_zombie, eat_cow, wake_up, place_plant, place_table, eat_plant, make_wood_pickaxe, ...,
    collect_diamond. Heist: collect_key_blue, collect_gem (the table gives the gem no prerequisite: its levers are
    shortcuts), open_lock_blue, collect_key_green, open_lock_green, collect_key_red, open_lock_red.
@@ -21,7 +21,7 @@ The rules (deterministic: no random number is drawn, so the same feedback always
 4. One environment per target, weakest first, up to `n`; with fewer targets than `n` the list is cycled through
    again from the weakest, so the weakest get a second (identical) environment first (a larger share of the LLM
    phase's slots) -- no other variant is invented.
-5. Each environment starts from `config_cls.original()` and pulls `targeting.levers(env, target)`: the target's own
+5. Each environment starts from `config_cls.original()` and pulls the map's `levers(target)`: the target's own
    levers in table order, then its direct prerequisites' (duplicates once). A lever sets its setting to:
    `more` -> the most helpful value: the last word of an ordered word setting ("very common"), a switch on, an
    integer at its largest allowed value (the largest `suggested` value where the schema has them, else `maximum`:
@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import math
 
+from envgen_jax import games
 from envgen_jax.llm import targeting
 from envgen_jax.methods.base import llm_cycle
 from envgen_jax.schema import ConfigError
@@ -59,7 +60,8 @@ MASTERED_AT = 0.9  # used when the run configuration has no `ued.mastered_at` (a
 @functools.lru_cache(maxsize=None)
 def tech_tree_order(env: str) -> tuple[str, ...]:
     """The game's achievements by prerequisite depth, earliest first, ties in the lever table's order (rule 1)."""
-    own, prerequisites = targeting.TABLES[env]
+    target_map = games.get(env).targeting
+    own, prerequisites = target_map.own_levers, target_map.prerequisites
 
     @functools.lru_cache(maxsize=None)
     def depth(achievement: str) -> int:
@@ -120,7 +122,7 @@ def build(config_cls, target: str) -> tuple[object, list[targeting.Lever], list[
     env = config_cls.ENV_NAME
     by_path = {s.path: s for s in config_cls.schema()}
     values, pulled, dropped = {}, [], []
-    for lever in targeting.levers(env, target):
+    for lever in games.get(env).targeting.levers(target):
         if lever.name in values:  # an earlier lever (the target's own first) already set this setting
             continue
         trial = dict(values, **{lever.name: lever_value(lever, by_path[lever.path])})

@@ -1,0 +1,47 @@
+"""Crafter (Craftax-Classic) as a game of the registry (`envgen_jax.games`): everything the run, the designer, the
+report and the command line know about it. Crafter has no game options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envgen_jax.envs.crafter.config import CrafterConfig
+from envgen_jax.envs.crafter.targeting import TARGETING
+from envgen_jax.envs.game import Game
+
+# The 22 Crafter achievements, alphabetical as EnvGen's prompt lists them.
+CRAFTER_ACHIEVEMENTS = (
+    "collect_coal", "collect_diamond", "collect_drink", "collect_iron", "collect_sapling", "collect_stone",
+    "collect_wood", "defeat_skeleton", "defeat_zombie", "eat_cow", "eat_plant", "make_iron_pickaxe",
+    "make_iron_sword", "make_stone_pickaxe", "make_stone_sword", "make_wood_pickaxe", "make_wood_sword",
+    "place_furnace", "place_plant", "place_stone", "place_table", "wake_up",
+)
+
+
+class Crafter(Game):
+    name = "crafter"
+    title = "Crafter"
+    config_cls = CrafterConfig
+    achievements = CRAFTER_ACHIEVEMENTS
+    prompts_dir = Path(__file__).parent / "prompts"
+    targeting = TARGETING
+    score_name = "Crafter score"
+    score_is_crafter = True
+    score_definition = ("Crafter score: per seed, success rates pooled over every episode that finished in the "
+                        "scored (final) phase, S = exp(mean_i ln(1 + s_i)) - 1 over the 22 achievements; then mean "
+                        "+/- population std over seeds")
+
+    def make_env(self, observation="symbolic", options=None):
+        from envgen_jax.envs.crafter import CrafterEnv
+        return CrafterEnv(observation=observation)
+
+    def score(self, rates):
+        from envgen_jax.trainer.metrics import crafter_score
+        return crafter_score(rates)
+
+    def render(self, configs, path, seed=0, options=None):
+        from envgen_jax.envs.crafter.render import save_world_pictures
+        return save_world_pictures(configs, Path(path), seed=seed)
+
+
+GAME = Crafter()

@@ -1,0 +1,272 @@
+"""The games registry (envgen_jax.games): one line per game, the game's own package declaring everything else; a
+new game registered from a test; the games' options in a run configuration, old run directories' `heist_mode`
+included; and no import cycle between the registry, the games' packages and the designer (llm/)."""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from envgen_jax import games
+from envgen_jax.cli import main
+from envgen_jax.llm import Designer, LLMSettings
+from envgen_jax.llm.prompts import feedback_prompt, generation_prompt
+from envgen_jax.llm.testing import ScriptedClient, auto_reply
+from envgen_jax.run_config import RunConfig, load_run_config
+from envgen_jax.schema import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "envgen_jax"
+
+# A whole game as a package outside envgen_jax: its configuration, targeting map, options, prompts and Game. What it
+# lacks to be trained is an environment (`make_env`: make_params / reset / step in JAX, as envs/heist/env.py) and a
+# renderer; everything the designer, the run configuration and the command line need is here.
+TOY_GAME = '''
+import dataclasses
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from envgen_jax.envs.game import Game, GameOptions
+from envgen_jax.llm.targeting import Concept, TargetMap, less, more
+from envgen_jax.schema import SchemaConfig, setting
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyConfig(SchemaConfig):
+    ENV_NAME: ClassVar[str] = "toy"
+
+    coins: int = setting("world_settings", 1, "Coins on the floor.", minimum=0, maximum=5)
+    lava: bool = setting("world_settings", True, "Whether a river of lava crosses the room.")
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyOptions(GameOptions):
+    size: Literal["small", "large"] = "small"
+    """the room's size"""
+
+
+class Toy(Game):
+    name = "toy"
+    title = "Toy"
+    config_cls = ToyConfig
+    achievements = ("collect_coin", "cross_room")
+    prompts_dir = Path(__file__).parent / "prompts"
+    targeting = TargetMap("toy", {"collect_coin": (more("world_settings.coins"),),
+                                  "cross_room": (less("world_settings.lava"),)},
+                          {"cross_room": ("collect_coin",)},
+                          (Concept(("coin",), (more("world_settings.coins"),), skills=("collect_coin",)),))
+    options_cls = ToyOptions
+
+    def score(self, rates):
+        return rates.mean(-1)
+
+
+GAME = Toy()
+'''
+TOY_PROMPTS = {
+    "generate": "Design ${num_envs} rooms of ${title}.\nSkills:\n${achievements}\nSettings:\n${settings}\n"
+                "Rules:\n${rules}\n${output_format}\n",
+    "feedback": "Success:\n${success}\nBefore:\n${previous_configs}\nDesign ${num_envs} more.\n${output_format}\n",
+    "rules": "Lava burns; coins lie anywhere.\n",
+    "needs": "collect_coin: a coin in the room\ncross_room: a way past the lava\n",
+}
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy game's package written to a folder on the path, and its one registry line, for this test only."""
+    package = tmp_path / "toy_game"
+    (package / "prompts").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "game.py").write_text(TOY_GAME)
+    for kind, text in TOY_PROMPTS.items():
+        (package / "prompts" / f"{kind}.txt").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line
+    return games.get("toy")
+
+
+def test_the_registry_is_one_line_per_game_resolved_on_first_use():
+    assert all(isinstance(entry, str) and entry.endswith(".game") for entry in games.GAMES.values())
+    for name in ("crafter", "heist"):
+        game = games.get(name)
+        assert game.name == name and game is games.get(name)
+        assert game.config_cls.ENV_NAME == name and games.config_class(name) is game.config_cls
+        spec = game.designer_spec()
+        assert spec.name == name and spec.targeting is game.targeting and spec.check is None
+        assert spec.prompts_dir == PACKAGE / "envs" / name / "prompts"
+        assert all(spec.template_path(kind).is_file() for kind in ("generate", "feedback", "rules", "needs"))
+        assert set(game.targeting.own_levers) == set(game.achievements)
+    with pytest.raises(ConfigError, match="'minigrid' is not known; expected one of crafter, heist"):
+        games.get("minigrid")
+
+
+def test_a_new_game_is_one_package_and_one_registry_line(toy, tmp_path, capsys):
+    config_cls = toy.config_cls
+    assert "toy" in games.NAMES and toy.name == "toy" and config_cls.__name__ == "ToyConfig"
+    # the designer: prompts from the game's own templates, replies validated against its config, its targeting map
+    spec = toy.designer_spec()
+    text = generation_prompt(spec, 2)
+    assert text.startswith("Design 2 rooms of Toy.") and "world_settings.coins" in text
+    assert "collect_coin: needs a coin in the room" in text
+    assert "cross_room: 50%" in feedback_prompt(spec, {"collect_coin": 10.0, "cross_room": 50.0}, [], 2)
+    client = ScriptedClient(default=auto_reply(config_cls))
+    configs, _ = Designer(spec, LLMSettings(backend="openai", model="fake"), client=client).generate(2)
+    assert len(configs) == 2 and all(type(c) is config_cls for c in configs)
+    rich = config_cls.from_dict({"world_settings": {"coins": 5}})
+    assert spec.targeting.helps(rich, ["cross_room"]) == ["world_settings.coins"]  # a prerequisite's lever
+    assert spec.targeting.purpose_consistency("Collect coins.", rich) is True
+    # its options in a run configuration, checked like every setting
+    assert load_run_config(None, ["env=toy", "game_options.size=large"]).game_options.size == "large"
+    assert RunConfig(env="toy").game_options == toy.options_cls()
+    with pytest.raises(ConfigError) as err:
+        load_run_config(None, ["env=toy", "game_options.size=huge", "game_options.mode=easy"])
+    assert set(err.value.problems) == {"game_options.size: 'huge' is not one of 'small', 'large'",
+                                       "game_options.mode: unknown setting; allowed: size"}
+    # the command line knows it
+    assert main(["settings", "--env", "toy"]) == 0
+    assert "world_settings.coins" in capsys.readouterr().out
+    path = tmp_path / "rooms.json"
+    path.write_text(json.dumps([{"world_settings": {"lava": False}}]))
+    assert main(["validate", str(path), "--env", "toy", "--option", "size=large"]) == 0
+    assert "1 valid toy configuration" in capsys.readouterr().out
+    assert main(["validate", str(path), "--env", "toy", "--option", "size=huge"]) == 1
+    assert "game_options.size: 'huge' is not one of 'small', 'large'" in capsys.readouterr().err
+
+
+def test_a_registry_entry_must_name_its_game(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "not_a_game.py").write_text("GAME = 3\n")
+    monkeypatch.setitem(games.GAMES, "nothing", "not_a_game")
+    with pytest.raises(TypeError, match="not_a_game.GAME must be the Game named 'nothing'"):
+        games.get("nothing")
+
+
+# ------------------------------------------------------------------------------------------------ game options
+def test_game_options_are_the_games_own_and_checked_by_path():
+    assert RunConfig(env="heist").game_options == games.get("heist").options_cls(mode="hard")
+    assert RunConfig().game_options == games.GameOptions()  # Crafter has none
+    easy = load_run_config(ROOT / "configs" / "heist_envgen.yaml", ["game_options.mode=easy"])
+    assert easy.game_options.mode == "easy" and easy.to_dict()["game_options"] == {"mode": "easy"}
+    assert games.get("heist").make_env("symbolic", easy.game_options).world_dim == 9
+    assert load_run_config(ROOT / "configs" / "heist_envgen.yaml").game_options.mode == "hard"
+    cases = {("env=heist", "game_options.mode=medium"): "game_options.mode: 'medium' is not one of 'easy', 'hard'",
+             ("game_options.mode=easy",): "game_options.mode: unknown setting; crafter has no game options",
+             ("env=heist", "game_options=3"): "game_options: expected a mapping of settings, got 3",
+             ("env=heist", "game_options.size=9"): "game_options.size: unknown setting; allowed: mode"}
+    for overrides, problem in cases.items():
+        with pytest.raises(ConfigError) as err:
+            load_run_config(None, list(overrides))
+        assert err.value.problems == [problem], overrides
+
+
+def test_old_run_directories_with_heist_mode_still_load(tmp_path):
+    # Written before the games had options: every run's config.yaml held `heist_mode` (tests/data/golden/old_run,
+    # benchmarks/results/study_cpu/*/config.yaml).
+    old = load_run_config(ROOT / "tests" / "data" / "golden" / "old_run" / "config.yaml")
+    assert old.env == "crafter" and old.game_options == games.GameOptions() and "heist_mode" not in old.to_dict()
+    path = tmp_path / "config.yaml"
+    path.write_text("env: heist\nheist_mode: easy\n")
+    assert load_run_config(path) == load_run_config(None, ["env=heist", "game_options.mode=easy"])
+    assert load_run_config(path, ["game_options.mode=hard"]).game_options.mode == "hard"  # a later --set wins
+    assert load_run_config(None, ["env=heist", "heist_mode=easy"]).game_options.mode == "easy"  # old --set
+    assert load_run_config(ROOT / "configs" / "heist_envgen.yaml", ["heist_mode=easy"]).game_options.mode == "easy"
+    path.write_text("env: heist\nheist_mode: easy\ngame_options: {mode: hard}\n")
+    with pytest.raises(ConfigError, match="heist_mode: 'easy' differs from game_options.mode = 'hard'"):
+        load_run_config(path)
+    path.write_text("env: crafter\nheist_mode: medium\n")  # checked as it was, though Crafter ignores it
+    with pytest.raises(ConfigError, match="heist_mode: 'medium' is not one of 'easy', 'hard'"):
+        load_run_config(path)
+
+
+def test_an_old_study_yaml_still_loads(tmp_path):
+    from envgen_jax.study import load_settings
+    path = tmp_path / "study.yaml"
+    path.write_text("config: x\noverrides: []\nmethods: [ppo, random]\nrun:\n  env: heist\n  heist_mode: easy\n")
+    settings = load_settings(path)
+    assert settings.run["game_options"] == {"mode": "easy"} and "heist_mode" not in settings.run
+    assert settings.run_config("random").game_options.mode == "easy"
+
+
+# ------------------------------------------------------------------------------------------------ import cycles
+def _import_graph() -> dict[str, set[str]]:
+    """envgen_jax's modules -> the envgen_jax modules they import: at module level or inside functions (read from the
+    source), the parent packages of what they import, and the registry's games (imported by name at run time)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def resolve(name: str) -> list[str]:
+        parts = name.split(".")
+        return [m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if m in modules]
+
+    graph = {}
+    for mod, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(m for a in node.names for m in resolve(a.name))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+                    base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                found.update(resolve(base))
+                found.update(m for a in node.names for m in resolve(f"{base}.{a.name}"))
+        graph[mod] = found - set(resolve(mod))  # a package's own __init__ is no cycle
+    for entry in games.GAMES.values():
+        graph["envgen_jax.games"].update(resolve(entry))
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, out = {}, {}, [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(component)
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_through_the_registry_the_games_or_the_designer():
+    graph = _import_graph()
+    assert "envgen_jax.envs.heist.game" in graph["envgen_jax.games"]  # the registry's lines are followed
+    ours = re.compile(r"envgen_jax\.(games|envs|llm)\b")
+    assert [c for c in _cycles(graph) if any(ours.match(m) for m in c)] == []
+    # the designer takes a game's EnvSpec: nothing in llm/ imports the registry or a game's package
+    assert not [(m, i) for m, imports in graph.items() if m.startswith("envgen_jax.llm")
+                for i in imports if i.startswith(("envgen_jax.games", "envgen_jax.envs"))]
+
+
+def test_no_game_name_in_the_designer_package():
+    for path in (PACKAGE / "llm").glob("*.py"):
+        code = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(code)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        named = [n.value for n in ast.walk(code) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and id(n) not in docstrings and re.search(r"\b(crafter|heist)\b", n.value, re.IGNORECASE)]
+        assert named == [], (path.name, named)
