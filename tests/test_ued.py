@@ -233,15 +233,21 @@ def test_plr_run_records_its_buffer(plr_loop):
     assert len(top["rows"]) == 4
 
 
-def _assert_resume_after(out, tmp_path, checkpoints: int):
+def _assert_resume_after(out, tmp_path, checkpoints: int, old_layout: bool = False):
     """A copy of the run directory `out` cut back to its first `checkpoints` checkpoints (as if killed there)
-    resumes to the same report.json and metrics.jsonl (timings aside)."""
+    resumes to the same report.json and metrics.jsonl (timings aside). old_layout: the checkpoints' loop state
+    rewritten as checkpoints were before the method state had a field of its own (its entries as LoopState fields)."""
     from envgen_jax.loop import EnvGenRun
     run = tmp_path / "resumed"
     shutil.copytree(out, run)
     steps = sorted((p for p in (run / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
     for p in steps[checkpoints:]:
         shutil.rmtree(p)
+    for p in steps[:checkpoints] if old_layout else []:
+        meta_path = p / "metadata" / "metadata"  # orbax JsonSave's file
+        meta = json.loads(meta_path.read_text())
+        meta["loop"].update(meta["loop"].pop("method"))
+        meta_path.write_text(json.dumps(meta))
     (run / "report.json").unlink()
     EnvGenRun.resume(run).run()
     strip = lambda r: {k: v for k, v in r.items() if k not in ("wall_seconds", "llm_seconds")}  # noqa: E731
@@ -370,6 +376,11 @@ def test_sfl_resumes_to_the_same_report(sfl_loop, tmp_path):
     # killed after the third chunk: after the second selection, mid-phase
     _assert_resume_after(sfl_loop[0], tmp_path, checkpoints=3)
 
+
+def test_sfl_resumes_from_a_checkpoint_of_the_old_layout(sfl_loop, tmp_path):
+    # the pool, its draw counter, the weights and the selections as LoopState fields (buffer, buffer_draws,
+    # row_weights, selections): loaded into the method's state, the run goes on as if never stopped
+    _assert_resume_after(sfl_loop[0], tmp_path, checkpoints=3, old_layout=True)
 
 
 def test_envgen_sfl_picks_from_the_pool_and_tells_the_llm(tmp_path):
