@@ -4,7 +4,7 @@
                                -> evaluate
     final:                     train in the original env (scored) -> evaluate
 
-Which phases a cycle has is the method's (`envgen_jax.methods.<name>.cycle_phases`); phases of 0 updates are dropped.
+Which phases a cycle has is the method's (`Method.cycle_phases`); phases of 0 updates are dropped.
 `describe_plan(cfg)` is the plan in numbers, as `envgen-jax train --dry-run` prints it.
 """
 
@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import numpy as np
 
+from envgen_jax import games, methods
+from envgen_jax.methods.base import Phase
 from envgen_jax.rows import ORIGINAL_ROW, assign_rows
+from envgen_jax.trainer.ppo import make_trainer
 
-
-@dataclasses.dataclass(frozen=True)
-class Phase:
-    kind: str    # design | train | evaluate
-    cycle: int   # 0-based; cycle == cycles means the final phase
-    where: str = ""   # train: llm | original | mixed | final
-    updates: int = 0  # train: PPO updates
+__all__ = ["Phase", "build_plan", "train_updates", "phase_label", "first_training_where", "PhaseCost", "phase_costs",
+           "describe_plan", "abstract_train_state", "checkpoint_bytes"]
 
 
 def build_plan(cfg) -> list[Phase]:
-    from envgen_jax import methods  # methods import Phase from here
     method = methods.get(cfg.method)
     s = cfg.schedule
     plan: list[Phase] = []
@@ -70,7 +68,7 @@ class PhaseCost:
 
 def phase_costs(cfg) -> list[PhaseCost]:
     """Every phase of the plan of `cfg` in numbers (a pure function of the config, like the plan)."""
-    from envgen_jax import methods
+    method = methods.get(cfg.method)
     s = cfg.schedule
     costs = []
     for phase in build_plan(cfg):
@@ -80,9 +78,7 @@ def phase_costs(cfg) -> list[PhaseCost]:
                                    llm_calls=methods.llm_calls(cfg.method, phase.cycle, cfg.num_designers)))
         elif phase.kind == "evaluate":
             costs.append(PhaseCost(label, "evaluate", original_slots=cfg.eval.num_envs))
-        elif phase.where in _sampled_wheres(cfg):  # rows drawn on the device (level sampler, learnability)
-            # plr's buffer is the whole bank; learnability's candidates follow the original game's row 0
-            candidates = cfg.bank_rows - (phase.where != getattr(methods.get(cfg.method), "WHERE", None))
+        elif (candidates := method.sampled_rows(cfg, phase.where)) is not None:  # rows the method draws on the device
             costs.append(PhaseCost(label, "train", env_steps=phase.updates * cfg.steps_per_update,
                                    updates=phase.updates, chunks=phase.updates // s.updates_per_chunk,
                                    llm_slots=cfg.ppo.num_envs, llm_rows=candidates))
@@ -100,7 +96,6 @@ def phase_costs(cfg) -> list[PhaseCost]:
 
 def describe_plan(cfg) -> str:
     """The run's plan as a table of phases, with totals, LLM calls, bank rows and the size of a checkpoint."""
-    from envgen_jax.loop import checkpoint_bytes  # jax: imported only here, so the plan stays light to import
     s, costs = cfg.schedule, phase_costs(cfg)
     columns = f"  {'phase':<28}{'kind':<10}{'env steps':>11}{'updates':>9}{'chunks':>8}{'LLM calls':>11}  env slots"
     seeds = f"seed {cfg.seed}" if cfg.seeds == 1 else f"seeds {cfg.seed}-{cfg.seed + cfg.seeds - 1}"
@@ -133,17 +128,25 @@ def describe_plan(cfg) -> str:
     return "\n".join(lines)
 
 
-def _sampled_wheres(cfg) -> set:
-    from envgen_jax import methods
-    method = methods.get(cfg.method)
-    return {getattr(method, "WHERE", None), getattr(method, "LEARNS_WHERE", None)} - {None}
+def abstract_train_state(cfg):
+    """The TrainState a run of `cfg` checkpoints, as shapes and dtypes only (jax.eval_shape: nothing is computed)."""
+    game = games.get(cfg.env)
+    env = game.make_env(cfg.observation, cfg.game_options)
+    bank = env.make_params([game.config_cls.original()] * cfg.bank_rows)
+    rows = np.zeros(cfg.ppo.num_envs, np.int32)  # which rows the slots run changes no shape
+    trainer = make_trainer(env, cfg.trainer_ppo, level_sampler=methods.get(cfg.method).level_sampler(cfg))
+    return trainer.abstract_state(bank, rows)
+
+
+def checkpoint_bytes(cfg) -> int:
+    """Bytes of the arrays in one checkpoint of a run of `cfg` (orbax adds a little metadata)."""
+    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(abstract_train_state(cfg)))
 
 
 def _bank_use(cfg, costs: list[PhaseCost]) -> str:
-    from envgen_jax import methods
-    method = methods.get(cfg.method)
-    if hasattr(method, "bank_use"):  # methods that draw rows on the device say what their rows hold
-        return method.bank_use(cfg)
+    use = methods.get(cfg.method).bank_use(cfg)
+    if use is not None:  # a method whose rows are its own says what they hold
+        return use
     if any(c.kind == "design" for c in costs):
         return f"row 0 the original game, then {cfg.schedule.envs_per_call} per designer for the designed environments"
     return ("row 0 the original game, then rows this method leaves unused (the bank's shape is the same for every "

@@ -86,8 +86,9 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         report["sweep"] = sweep_summary(cfg, summary)
     if len(state.designs) > 1:
         report["adaptation"] = adaptation(state, names, game.config_cls, cfg.num_designers)
-    if getattr(state, "selections", None):  # sfl, envgen_sfl: what each learnability selection measured and chose
-        report["learnability_selections"] = [selection_summary(sel) for sel in state.selections]
+    selections = state.method.get("selections")  # a method that chooses rows by learnability: each selection
+    if selections:
+        report["learnability_selections"] = [selection_summary(sel) for sel in selections]
     plots = plot_run(out, state, names, cfg.schedule.cycles)
     (out / "report.md").write_text(_markdown(report, names, plots))
     (out / "report.json").write_text(json.dumps(report, indent=2))
@@ -234,7 +235,7 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
 
 
 def selection_summary(sel: dict) -> dict:
-    """One learnability selection (LoopState.selections) in brief: per seed, learnability quartiles over the
+    """One learnability selection (the method state's `selections`) in brief: per seed, learnability quartiles over the
     candidates measured, their mean p, the rows trained on and their weights, the original game's weight."""
     learn, p, measured, w = (np.asarray(sel[k], np.float64) for k in ("learnability", "p", "measured", "weights"))
     out = {"cycle": sel["cycle"], "env_steps": sel["env_steps"], "seconds": sel["seconds"],

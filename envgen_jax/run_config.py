@@ -203,9 +203,8 @@ class RunConfig:
             problems.append(f"method: {self.method!r} is not one of {', '.join(METHODS)}")
         if (self.ppo.num_seeds, self.ppo.seed) != (1, 0):
             problems.append("ppo.num_seeds / ppo.seed: set the top-level `seeds` and `seed` instead")
-        if self.method == "envgen_sfl" and self.schedule.envs_per_call > self.ued.llm_pool:
-            problems.append(f"schedule.envs_per_call: envgen_sfl trains in {self.schedule.envs_per_call} of the "
-                            f"LLM's ued.llm_pool = {self.ued.llm_pool} environments; it cannot be more")
+        if self.method in METHODS:
+            problems += methods.get(self.method).config_problems(self)
         if problems:
             raise ConfigError(problems, what="run configuration")
 
@@ -251,16 +250,13 @@ class RunConfig:
     @property
     def bank_rows(self) -> int:
         """Rows of the environment bank: row 0 the original game, then every designer's LLM configurations (a
-        method may size it otherwise: plr's buffer)."""
-        method = methods.get(self.method)
-        if hasattr(method, "bank_rows"):
-            return method.bank_rows(self)
-        return 1 + self.schedule.envs_per_call * self.num_designers
+        method may size it otherwise: `Method.bank_rows`)."""
+        return methods.get(self.method).bank_rows(self)
 
     def cycle_updates(self) -> int:
         """PPO updates of one cycle's pretraining, whatever the method: its two phases (llm_env_steps, then
-        original_env_steps) each rounded up to whole chunks, so a method that trains them as one phase (ppo, plr,
-        sfl, mixing: mixed) takes exactly as many steps as one that trains them apart."""
+        original_env_steps) each rounded up to whole chunks, so a method that trains them as one phase (or
+        `mixing: mixed`) takes exactly as many steps as one that trains them apart."""
         s = self.schedule
         return self.updates_for(s.llm_env_steps) + self.updates_for(s.original_env_steps)
 

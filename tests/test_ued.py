@@ -233,15 +233,21 @@ def test_plr_run_records_its_buffer(plr_loop):
     assert len(top["rows"]) == 4
 
 
-def _assert_resume_after(out, tmp_path, checkpoints: int):
+def _assert_resume_after(out, tmp_path, checkpoints: int, old_layout: bool = False):
     """A copy of the run directory `out` cut back to its first `checkpoints` checkpoints (as if killed there)
-    resumes to the same report.json and metrics.jsonl (timings aside)."""
+    resumes to the same report.json and metrics.jsonl (timings aside). old_layout: the checkpoints' loop state
+    rewritten as checkpoints were before the method state had a field of its own (its entries as LoopState fields)."""
     from envgen_jax.loop import EnvGenRun
     run = tmp_path / "resumed"
     shutil.copytree(out, run)
     steps = sorted((p for p in (run / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
     for p in steps[checkpoints:]:
         shutil.rmtree(p)
+    for p in steps[:checkpoints] if old_layout else []:
+        meta_path = p / "metadata" / "metadata"  # orbax JsonSave's file
+        meta = json.loads(meta_path.read_text())
+        meta["loop"].update(meta["loop"].pop("method"))
+        meta_path.write_text(json.dumps(meta))
     (run / "report.json").unlink()
     EnvGenRun.resume(run).run()
     strip = lambda r: {k: v for k, v in r.items() if k not in ("wall_seconds", "llm_seconds")}  # noqa: E731
@@ -336,7 +342,7 @@ def test_sfl_run_selects_and_records(sfl_loop):
     out, report, run = sfl_loop
     # new pools and weights are traced values: one compile of the sampled layout's chunk, one of the final phase's
     # fixed layout, one of the learnability evaluation
-    assert run.trainer.trace_counts["train_chunk"] == 2 and run.learn_evaluator.trace_count == 1
+    assert run.trainer.trace_counts["train_chunk"] == 2 and run.method.learn_evaluator.trace_count == 1
     lines = _metrics(out)
     phases = [line["phase"] for line in lines]
     assert phases == ["sfl"] * 4 + ["final"] * 2  # 512 steps of 128 per update, then the final 256
@@ -350,8 +356,9 @@ def test_sfl_run_selects_and_records(sfl_loop):
             assert weights == pytest.approx([0.25, 0.25])  # (1 - original_share 0.5) / sfl_keep 2
         assert sel["original_weight_per_seed"] == pytest.approx([0.5, 0.5])
     state = load_loop_state(latest_checkpoint(out))
-    assert len(state.selections) == 2 and state.buffer_draws == 2 and len(state.buffer) == 4
-    first = state.selections[0]
+    selections = state.method["selections"]
+    assert len(selections) == 2 and state.method["buffer_draws"] == 2 and len(state.method["buffer"]) == 4
+    first = selections[0]
     w = np.asarray(first["weights"])
     assert w.shape == (2, 5) and np.allclose(w.sum(1), 1)
     # the kept rows are each seed's most learnable candidates
@@ -370,6 +377,12 @@ def test_sfl_resumes_to_the_same_report(sfl_loop, tmp_path):
     _assert_resume_after(sfl_loop[0], tmp_path, checkpoints=3)
 
 
+def test_sfl_resumes_from_a_checkpoint_of_the_old_layout(sfl_loop, tmp_path):
+    # the pool, its draw counter, the weights and the selections as LoopState fields (buffer, buffer_draws,
+    # row_weights, selections): loaded into the method's state, the run goes on as if never stopped
+    _assert_resume_after(sfl_loop[0], tmp_path, checkpoints=3, old_layout=True)
+
+
 def test_envgen_sfl_picks_from_the_pool_and_tells_the_llm(tmp_path):
     from envgen_jax.envs.crafter import CrafterConfig
     from envgen_jax.llm.testing import ScriptedClient, auto_reply
@@ -384,14 +397,15 @@ def test_envgen_sfl_picks_from_the_pool_and_tells_the_llm(tmp_path):
     assert report["llm_calls"] == 2 and len(client.calls) == 2
     state = load_loop_state(latest_checkpoint(tmp_path))
     assert [len(d["designers"][0]["configs"]) for d in state.designs] == [4, 4]
-    assert len(state.selections) == 2  # one at the start of each cycle's LLM-environment phase
-    for sel in state.selections:
+    selections = state.method["selections"]
+    assert len(selections) == 2  # one at the start of each cycle's LLM-environment phase
+    for sel in selections:
         w = np.asarray(sel["weights"])  # [S, 1 + 4]
         assert w.shape == (2, 5) and (w[:, 0] == 0).all() and np.allclose(w.sum(1), 1)
         assert ((w[:, 1:] > 0).sum(1) <= 2).all()  # envs_per_call of the pool's 4
     # training episodes ran only in the chosen rows
     first = np.asarray(state.env_learning[0]["stats"]["episodes"])  # [S, K]
-    w0 = np.asarray(state.selections[0]["weights"])
+    w0 = np.asarray(selections[0]["weights"])
     assert (first[w0 == 0] == 0).all() and first.sum() > 0
     # the second call's feedback lists the 4 previous environments, each with its measured learnability
     prompt = client.calls[1]["messages"][-1]["content"]

@@ -1,39 +1,69 @@
 """The methods a run compares (README "Methods and baselines"), one module each, behind one registry.
 
-A method is a module with:
+A method is a subclass of `envgen_jax.methods.base.Method` in its own module; its defaults are the paper's loop
+(the bank: the original game in row 0, then the latest design's environments; each phase's slots on fixed rows).
 
-    NAME: str                 the `method:` value
-    USES_LLM: bool            whether its design step asks a language model
-    cycle_phases(cfg, c)      the phases of cycle c (design, train, ...), before the cycle's evaluation
-    design(ctx) -> list|dict  the design step of one cycle: per designer {"configs": [...], "purposes": [...]}, or a
-                              whole design record (e.g. `fixed` reusing cycle 1's)
-    llm_calls(c, designers)   optional: LLM requests of cycle c's design step (default: one per designer if USES_LLM)
+Class level (functions of the run configuration; the plan, the dry run and RunConfig call them on the class):
 
-Optional, for methods that pick their training rows on the device (plr): `WHERE` (the `where` of its training
-phases), `bank_rows(cfg)`, `level_sampler(cfg)`, `new_configs(...)`, `rows_to_refresh(cfg, sampler)` and
-`buffer_metrics(hp, sampler)`, used by the driver between chunks. Methods that choose rows by learnability (sfl,
-envgen_sfl): `LEARNS_WHERE` (the `where` of those phases), `candidate_rows(cfg)` and `row_weights(cfg, learn)`, and
-sfl's `pool_size(cfg)` (a random pool drawn at each selection), envgen_sfl's `learnability_notes(cfg, selection)`
-(the next feedback's notes). `bank_use(cfg)`: the dry run's line on the bank.
+    NAME, USES_LLM                  the `method:` value; whether its design step asks a language model
+    cycle_phases(cfg, c)            the phases of cycle c (design, train, ...), before the cycle's evaluation
+    design(ctx)                     the design step of one cycle (`DesignContext`): per designer {"configs": [...],
+                                    "purposes": [...]}, or a whole design record (`fixed` reusing cycle 1's)
+    llm_calls(c, designers)         LLM requests of cycle c's design step (default: one per designer if USES_LLM)
+    bank_rows(cfg), bank_use(cfg)   the bank's rows, and the dry run's line on what they hold
+    level_sampler(cfg)              the trainer's on-device row sampler (plr's level replay), or None
+    WHERE, sampled_rows(cfg, where) the `where` of the training phases whose rows the method chooses itself, and
+                                    how many rows it draws from there (the dry run)
+    config_problems(cfg)            the method's own checks of the run configuration
 
-Adding a method is adding a module here and its name to `_MODULES`; the driver (`envgen_jax.loop`) does not change.
+One run (the loop makes `cls(run, trainer)` with its `run_view.RunView` and PPO trainer):
+
+    state_dict(), load_state(d)     the method's own host state, saved with every checkpoint (LoopState.method)
+    bank_and_rows(where)            the bank and rows of a training phase (its own WHERE; default the loop's)
+    before_phase, before_chunk, chunk_record, after_chunk, after_phase
+                                    around a training phase and each of its compiled chunks: e.g. sfl's
+                                    learnability selections, plr's buffer refresh, their lines in metrics.jsonl
+                                    and pictures of their top levels
+    designer_notes()                notes for the next design step (envgen_sfl: what learnability measured)
+
+Level replay lives in plr.py; the learnability selection shared by sfl.py and envgen_sfl.py in selection.py.
+Adding a method is one module here and one line in `REGISTRY`; the driver (`envgen_jax.loop`) does not change.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from envgen_jax.methods.adversarial import Adversarial
+from envgen_jax.methods.base import Method
+from envgen_jax.methods.easy_to_hard import EasyToHard
+from envgen_jax.methods.envgen import EnvGen
+from envgen_jax.methods.envgen_sfl import EnvGenSFL
+from envgen_jax.methods.fixed import Fixed
+from envgen_jax.methods.plr import PLR
+from envgen_jax.methods.ppo import PPO
+from envgen_jax.methods.random import Random
+from envgen_jax.methods.scripted import Scripted
+from envgen_jax.methods.sfl import SFL
 
-_MODULES = ("envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random", "plr", "sfl", "envgen_sfl",
-            "scripted")
-METHODS: tuple[str, ...] = _MODULES
+REGISTRY: dict[str, type[Method]] = {
+    "envgen": EnvGen,
+    "ppo": PPO,
+    "fixed": Fixed,
+    "easy_to_hard": EasyToHard,
+    "adversarial": Adversarial,
+    "random": Random,
+    "plr": PLR,
+    "sfl": SFL,
+    "envgen_sfl": EnvGenSFL,
+    "scripted": Scripted,
+}
+METHODS: tuple[str, ...] = tuple(REGISTRY)
 
 
-def get(name: str) -> ModuleType:
-    """The module of method `name` (a name not in METHODS raises KeyError naming the allowed ones)."""
-    if name not in METHODS:
+def get(name: str) -> type[Method]:
+    """The class of method `name` (a name not in METHODS raises KeyError naming the allowed ones)."""
+    if name not in REGISTRY:
         raise KeyError(f"{name!r} is not one of {', '.join(METHODS)}")
-    return importlib.import_module(f"envgen_jax.methods.{name}")
+    return REGISTRY[name]
 
 
 def uses_llm(name: str) -> bool:
@@ -42,7 +72,4 @@ def uses_llm(name: str) -> bool:
 
 def llm_calls(name: str, cycle: int, num_designers: int) -> int:
     """LLM requests of method `name`'s design step in `cycle` (repair turns not counted)."""
-    module = get(name)
-    if hasattr(module, "llm_calls"):
-        return module.llm_calls(cycle, num_designers)
-    return num_designers if module.USES_LLM else 0
+    return get(name).llm_calls(cycle, num_designers)

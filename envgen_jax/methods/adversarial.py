@@ -2,11 +2,7 @@
 environments as hard as possible for the skills the agent does best."""
 
 from envgen_jax.llm.prompts import PROMPTS_DIR, format_configs, format_success, output_format, render
-from envgen_jax.methods.base import llm_cycle
-
-NAME = "adversarial"
-USES_LLM = True
-cycle_phases = llm_cycle
+from envgen_jax.methods.base import Method, llm_cycle
 
 
 def request(designer, n: int, success):
@@ -21,5 +17,11 @@ def request(designer, n: int, success):
     return designer.ask(prompt, n, kind="adversarial")
 
 
-def design(ctx):
-    return ctx.ask_each(lambda d, success: request(d, ctx.n, success))
+class Adversarial(Method):
+    NAME = "adversarial"
+    USES_LLM = True
+    cycle_phases = staticmethod(llm_cycle)
+
+    @staticmethod
+    def design(ctx):
+        return ctx.ask_each(lambda d, success: request(d, ctx.n, success))

@@ -1,4 +1,5 @@
-"""What the methods share: the paper's cycle of phases and the design step's context."""
+"""What the methods share: the phases of a plan, the paper's cycle of phases, the design step's context, and the
+`Method` base class whose default hooks are what the loop does for a method that overrides nothing."""
 
 from __future__ import annotations
 
@@ -7,9 +8,18 @@ import logging
 import time
 from typing import Any, Callable
 
-from envgen_jax.plan import Phase
+from envgen_jax.rows import assign_rows
+from envgen_jax.run_view import RunView
 
 logger = logging.getLogger("envgen_jax.run")
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    kind: str    # design | train | evaluate
+    cycle: int   # 0-based; cycle == cycles means the final phase
+    where: str = ""   # train: llm | original | mixed | final, or a method's own (Method.WHERE)
+    updates: int = 0  # train: PPO updates
 
 
 def llm_cycle(cfg, c: int) -> list[Phase]:
@@ -29,9 +39,10 @@ class DesignContext:
     feedback: per designer, achievement -> (mean %, std %) from the previous evaluation (None in cycle 1);
     previous: the design records of earlier cycles; designers(): the LLM designers (made on first use);
     on_llm_call(seconds, n): the driver's bookkeeping after each LLM call that wrote n environments; status(text):
-    progress line; learnability_notes: per designer, a note per environment of its previous design (envgen_sfl),
-    or None; inside: per designer, per environment of its previous design, the agent's success (%) per achievement
-    inside that environment while it trained there (None in cycle 1 or when not measured)."""
+    progress line; learnability_notes: per designer, a note per environment of its previous design
+    (`Method.designer_notes`), or None; inside: per designer, per environment of its previous design, the agent's
+    success (%) per achievement inside that environment while it trained there (None in cycle 1 or when not
+    measured)."""
 
     cfg: Any
     cycle: int
@@ -62,3 +73,105 @@ class DesignContext:
                 record["targets"] = [list(t) for t in designer.targets]
             out.append(record)
         return out
+
+
+class Method:
+    """A method of the comparison. The defaults are the paper's loop: the bank holds the original game (row 0) and
+    the latest design's environments, and each phase's slots run fixed rows (`rows.assign_rows`).
+
+    Class-level hooks are functions of the run configuration, called on the class (the plan, the dry run and
+    RunConfig ask them before any run exists). Instance hooks belong to one run: the loop makes `cls(run, trainer)`
+    with its `RunView` and PPO trainer, loads the method's saved state (`load_state`) and calls the hooks around
+    its phases and chunks. `state_dict()` is saved with every checkpoint (LoopState.method)."""
+
+    NAME: str = ""
+    USES_LLM: bool = False
+    WHERE: str | None = None  # the `where` of the training phases whose rows the method chooses, if any
+
+    # ---------------------------------------------------------------------------------------- class level
+    @staticmethod
+    def cycle_phases(cfg, c: int) -> list[Phase]:
+        """The phases of cycle c (design, train, ...), before the cycle's evaluation."""
+        raise NotImplementedError
+
+    @classmethod
+    def design(cls, ctx: DesignContext) -> list | dict:
+        """The design step of one cycle: per designer {"configs": [...], "purposes": [...]}, or a whole design
+        record (e.g. `fixed` reusing cycle 1's)."""
+        raise AssertionError(f"{cls.NAME} has no design step")
+
+    @classmethod
+    def llm_calls(cls, cycle: int, num_designers: int) -> int:
+        """LLM requests of cycle `cycle`'s design step (repair turns not counted)."""
+        return num_designers if cls.USES_LLM else 0
+
+    @staticmethod
+    def bank_rows(cfg) -> int:
+        """Rows of the environment bank: row 0 the original game, then every designer's LLM configurations."""
+        return 1 + cfg.schedule.envs_per_call * cfg.num_designers
+
+    @staticmethod
+    def bank_use(cfg) -> str | None:
+        """The dry run's line on what the bank's rows hold (None: the plan says it from the phases)."""
+        return None
+
+    @staticmethod
+    def level_sampler(cfg):
+        """The trainer's on-device row sampler (`trainer.level_sampler.LevelSampler`), or None."""
+        return None
+
+    @classmethod
+    def sampled_rows(cls, cfg, where: str) -> int | None:
+        """For a training phase at `where` whose rows the method draws on the device: how many designed rows it
+        draws from (the dry run's count); None for the loop's fixed rows."""
+        return None
+
+    @staticmethod
+    def config_problems(cfg) -> list[str]:
+        """What is wrong with the run configuration for this method (RunConfig's checks)."""
+        return []
+
+    # ---------------------------------------------------------------------------------------- one run
+    def __init__(self, run: RunView, trainer):
+        self.run, self.trainer = run, trainer
+
+    def state_dict(self) -> dict:
+        """The method's own host state, as JSON (saved with every checkpoint)."""
+        return {}
+
+    def load_state(self, state: dict) -> None:
+        """Take back a `state_dict()` (keys missing from older checkpoints keep their defaults)."""
+
+    def bank_and_rows(self, where: str):
+        """(bank, rows) of a training phase at `where`. Bank: row 0 the original game, then the LLM configurations,
+        padded to a fixed capacity (no recompiles); rows: `assign_rows`, or a `RowSampler`, or None for the
+        trainer's level sampler."""
+        run, cfg = self.run, self.run.cfg
+        llm = run.llm_configs() if where in ("llm", "mixed") else []
+        bank = run.make_params([run.config_cls.original(), *llm], capacity=cfg.bank_rows)
+        s = cfg.schedule
+        rows = assign_rows(where, cfg.ppo.num_envs, cfg.num_agents, cfg.num_designers, s.envs_per_call,
+                           s.original_share, bool(llm))
+        return bank, rows
+
+    def before_phase(self, ts, phase: Phase) -> None:
+        """A training phase starts (before its bank is built and its envs reset)."""
+
+    def before_chunk(self, ts, phase: Phase, bank, rows):
+        """Before each compiled chunk: (ts, bank, rows) to train it with."""
+        return ts, bank, rows
+
+    def chunk_record(self, ts, phase: Phase) -> dict:
+        """Extra entries of the chunk's line in metrics.jsonl."""
+        return {}
+
+    def after_chunk(self, ts, phase: Phase, bank):
+        """After each chunk is recorded: (ts, bank) for the next one."""
+        return ts, bank
+
+    def after_phase(self, ts, phase: Phase) -> None:
+        """A training phase ended (or was already done when a run resumed)."""
+
+    def designer_notes(self) -> list | None:
+        """Per designer, notes on its previous environments for the next design step (DesignContext), or None."""
+        return None

@@ -2,11 +2,7 @@
 very easy to the original game (one continuing conversation)."""
 
 from envgen_jax.llm.prompts import PROMPTS_DIR, generation_prompt, output_format, render
-from envgen_jax.methods.base import llm_cycle
-
-NAME = "easy_to_hard"
-USES_LLM = True
-cycle_phases = llm_cycle
+from envgen_jax.methods.base import Method, llm_cycle
 
 
 def request(designer, cycle: int, cycles: int, n: int):
@@ -19,5 +15,11 @@ def request(designer, cycle: int, cycles: int, n: int):
     return designer.ask(prompt, n, kind="easy_to_hard")
 
 
-def design(ctx):
-    return ctx.ask_each(lambda d, success: request(d, ctx.cycle, ctx.cycles, ctx.n))
+class EasyToHard(Method):
+    NAME = "easy_to_hard"
+    USES_LLM = True
+    cycle_phases = staticmethod(llm_cycle)
+
+    @staticmethod
+    def design(ctx):
+        return ctx.ask_each(lambda d, success: request(d, ctx.cycle, ctx.cycles, ctx.n))

@@ -2,18 +2,20 @@
 game (mean +/- std over seeds) and the previous environments with what the agent unlocked inside each, and adapts
 them (one continuing conversation)."""
 
-from envgen_jax.methods.base import llm_cycle
-
-NAME = "envgen"
-USES_LLM = True
-cycle_phases = llm_cycle
+from envgen_jax.methods.base import Method, llm_cycle
 
 
-def design(ctx):
-    inside = ctx.inside or [None] * ctx.num_designers
-    designers = iter(range(ctx.num_designers))
+class EnvGen(Method):
+    NAME = "envgen"
+    USES_LLM = True
+    cycle_phases = staticmethod(llm_cycle)
 
-    def request(designer, success):
-        d = next(designers)
-        return designer.generate(ctx.n) if success is None else designer.feedback(success, ctx.n, inside=inside[d])
-    return ctx.ask_each(request)
+    @staticmethod
+    def design(ctx):
+        inside = ctx.inside or [None] * ctx.num_designers
+        designers = iter(range(ctx.num_designers))
+
+        def request(designer, success):
+            d = next(designers)
+            return designer.generate(ctx.n) if success is None else designer.feedback(success, ctx.n, inside=inside[d])
+        return ctx.ask_each(request)

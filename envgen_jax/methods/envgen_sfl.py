@@ -14,32 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from envgen_jax.methods.base import llm_cycle
+from envgen_jax.methods.selection import LearnabilitySelection
 from envgen_jax.trainer import learnability
-
-NAME = "envgen_sfl"
-USES_LLM = True
-LEARNS_WHERE = "llm"
-cycle_phases = llm_cycle
-
-
-def design(ctx):
-    n = ctx.cfg.ued.llm_pool
-    notes = ctx.learnability_notes or [None] * ctx.num_designers
-    designers = iter(range(ctx.num_designers))
-
-    def request(designer, success):
-        d = next(designers)
-        return designer.generate(n) if success is None else designer.feedback(success, n, notes=notes[d])
-    return ctx.ask_each(request, n=n)
-
-
-def bank_rows(cfg) -> int:
-    return 1 + cfg.ued.llm_pool * cfg.num_designers
-
-
-def bank_use(cfg) -> str:
-    return (f"row 0 the original game, then {cfg.ued.llm_pool} per designer for the LLM's pool; each seed trains on "
-            f"its {cfg.schedule.envs_per_call} most learnable")
 
 
 def candidate_rows(cfg) -> np.ndarray:
@@ -49,13 +25,10 @@ def candidate_rows(cfg) -> np.ndarray:
     return (1 + designer[:, None] * pool + np.arange(pool)[None, :]).astype(np.int32)
 
 
-def row_weights(cfg, learn: np.ndarray) -> np.ndarray:
-    return learnability.weights_by_learnability(learn, candidate_rows(cfg), cfg.schedule.envs_per_call)
-
-
 def learnability_notes(cfg, selection: dict) -> list[list[str]]:
-    """Per designer, one note per environment of its latest pool, from a selection (LoopState.selections): its p
-    (mean over the seeds the designer serves), the verdict, and the share of episodes the agent ran in it."""
+    """Per designer, one note per environment of its latest pool, from a selection (the method state's
+    `selections`): its p (mean over the seeds the designer serves), the verdict, and the share of episodes the agent
+    ran in it."""
     p, measured, weights = (np.asarray(selection[k]) for k in ("p", "measured", "weights"))  # [S, K]
     rows = candidate_rows(cfg)  # [S, P]
     seeds_of = ([np.arange(cfg.num_agents)] if cfg.num_designers == 1
@@ -72,3 +45,48 @@ def learnability_notes(cfg, selection: dict) -> list[list[str]]:
             per_env.append(f"p = {100 * mean_p:.0f}%: {learnability.verdict(mean_p, bool(got.any()))}; {trained}")
         notes.append(per_env)
     return notes
+
+
+class EnvGenSFL(LearnabilitySelection):
+    NAME = "envgen_sfl"
+    USES_LLM = True
+    WHERE = "llm"  # learnability chooses the rows of the LLM-environment phases
+    cycle_phases = staticmethod(llm_cycle)
+
+    @staticmethod
+    def design(ctx):
+        n = ctx.cfg.ued.llm_pool
+        notes = ctx.learnability_notes or [None] * ctx.num_designers
+        designers = iter(range(ctx.num_designers))
+
+        def request(designer, success):
+            d = next(designers)
+            return designer.generate(n) if success is None else designer.feedback(success, n, notes=notes[d])
+        return ctx.ask_each(request, n=n)
+
+    @staticmethod
+    def bank_rows(cfg) -> int:
+        return 1 + cfg.ued.llm_pool * cfg.num_designers
+
+    @staticmethod
+    def bank_use(cfg) -> str:
+        return (f"row 0 the original game, then {cfg.ued.llm_pool} per designer for the LLM's pool; each seed trains "
+                f"on its {cfg.schedule.envs_per_call} most learnable")
+
+    @staticmethod
+    def config_problems(cfg) -> list[str]:
+        if cfg.schedule.envs_per_call > cfg.ued.llm_pool:
+            return [f"schedule.envs_per_call: envgen_sfl trains in {cfg.schedule.envs_per_call} of the LLM's "
+                    f"ued.llm_pool = {cfg.ued.llm_pool} environments; it cannot be more"]
+        return []
+
+    @staticmethod
+    def training_weights(cfg, learn):
+        return learnability.weights_by_learnability(learn, candidate_rows(cfg), cfg.schedule.envs_per_call)
+
+    def candidates(self):
+        return self.run.llm_configs()  # the latest design's pool, all designers in order
+
+    def designer_notes(self):
+        """What the latest selection measured, one note per environment of each designer's pool."""
+        return learnability_notes(self.run.cfg, self.selections[-1]) if self.selections else None

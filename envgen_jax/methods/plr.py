@@ -15,39 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import numpy as np
 
-from envgen_jax.methods.random import random_config
-from envgen_jax.plan import Phase
+from envgen_jax.methods.base import Method, Phase
+from envgen_jax.methods.random import random_configs
 from envgen_jax.trainer import level_sampler as ls
-
-NAME = "plr"
-USES_LLM = False
-WHERE = "plr"  # the training phases' `where`: rows drawn by the level sampler
-
-
-def cycle_phases(cfg, c):
-    return [Phase("train", c, WHERE, cfg.cycle_updates())]  # the same env steps per cycle as the other methods
-
-
-def design(ctx):
-    raise AssertionError("plr has no design step")
-
-
-def bank_rows(cfg) -> int:
-    return cfg.ued.capacity
-
-
-def level_sampler(cfg) -> ls.LevelSampler:
-    """The trainer's static PLR settings: the `ued:` fields a LevelSampler has (cfg.ued is one, with more fields)."""
-    return ls.LevelSampler(**{f.name: getattr(cfg.ued, f.name) for f in dataclasses.fields(ls.LevelSampler)})
-
-
-def new_configs(cfg, config_cls, n: int, draw: int) -> list[dict]:
-    """`n` random configurations; `draw` (a counter kept in the loop state) makes every refill different and
-    a resumed run draw the same ones."""
-    rng = np.random.default_rng([cfg.seed, draw, 11])
-    return [random_config(config_cls, rng).to_dict() for _ in range(n)]
 
 
 def rows_to_refresh(cfg, sampler) -> np.ndarray:
@@ -63,7 +36,6 @@ def rows_to_refresh(cfg, sampler) -> np.ndarray:
 def buffer_metrics(hp: ls.LevelSampler, sampler) -> dict:
     """Per seed: seen rows, score quartiles over seen rows, mean staleness, and the replay share of the next
     episodes (the probability mass on seen rows)."""
-    import jax
     import jax.numpy as jnp
 
     probs = np.asarray(jax.vmap(lambda s: ls.level_probs(hp, s))(jax.tree.map(jnp.asarray, sampler)))
@@ -80,5 +52,78 @@ def buffer_metrics(hp: ls.LevelSampler, sampler) -> dict:
     return out
 
 
-def bank_use(cfg) -> str:
-    return "the level buffer (random configurations; the final phase: the original game)"
+class PLR(Method):
+    NAME = "plr"
+    USES_LLM = False
+    WHERE = "plr"  # the training phases' `where`: rows drawn by the level sampler
+
+    @staticmethod
+    def cycle_phases(cfg, c):
+        return [Phase("train", c, PLR.WHERE, cfg.cycle_updates())]  # the same env steps per cycle as the others
+
+    @staticmethod
+    def bank_rows(cfg) -> int:
+        return cfg.ued.capacity
+
+    @staticmethod
+    def bank_use(cfg) -> str:
+        return "the level buffer (random configurations; the final phase: the original game)"
+
+    @staticmethod
+    def level_sampler(cfg) -> ls.LevelSampler:
+        """The trainer's static PLR settings: the `ued:` fields a LevelSampler has (cfg.ued is one, with more
+        fields)."""
+        return ls.LevelSampler(**{f.name: getattr(cfg.ued, f.name) for f in dataclasses.fields(ls.LevelSampler)})
+
+    @classmethod
+    def sampled_rows(cls, cfg, where):
+        return cfg.bank_rows if where == cls.WHERE else None  # the buffer is the whole bank
+
+    # -- one run: the buffer's configurations (dicts, shared by the seeds) and the count of its random draws --
+    def __init__(self, run, trainer):
+        super().__init__(run, trainer)
+        self.buffer: list = []   # the bank rows' configurations
+        self.buffer_draws = 0    # refills so far (seeds their random draws)
+
+    def state_dict(self) -> dict:
+        return {"buffer": self.buffer, "buffer_draws": self.buffer_draws}
+
+    def load_state(self, state: dict) -> None:
+        self.buffer, self.buffer_draws = state.get("buffer", []), state.get("buffer_draws", 0)
+
+    def bank_and_rows(self, where):
+        """The buffer's configurations, and rows None (the level sampler draws them)."""
+        if where != self.WHERE:
+            return super().bank_and_rows(where)
+        if not self.buffer:
+            self.buffer = random_configs(self.run.cfg, self.run.config_cls, self.run.cfg.bank_rows, 0)
+            self.buffer_draws = 1
+        return self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer]), None
+
+    def chunk_record(self, ts, phase):
+        if phase.where != self.WHERE:
+            return {}
+        return {"buffer": buffer_metrics(self.trainer.level_sampler, jax.device_get(ts.sampler))}
+
+    def after_chunk(self, ts, phase, bank):
+        """Replace the rows `rows_to_refresh` picks (the lowest-scoring, once no new level is left) by new random
+        configurations; their statistics are forgotten and every slot starts a fresh episode."""
+        if phase.where != self.WHERE:
+            return ts, bank
+        replace = rows_to_refresh(self.run.cfg, jax.device_get(ts.sampler))
+        if replace.size == 0:
+            return ts, bank
+        new = random_configs(self.run.cfg, self.run.config_cls, replace.size, self.buffer_draws)
+        self.buffer_draws += 1
+        for row, config in zip(replace.tolist(), new):
+            self.buffer[row] = config
+        bank = self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer])
+        ts = ts.replace(sampler=ls.replace_rows(ts.sampler, replace))
+        return self.trainer.reset_envs(ts, bank, None), bank
+
+    def after_phase(self, ts, phase):
+        """The four highest-scored configurations of seed 0's buffer, through the game's renderer."""
+        if phase.where != self.WHERE or not self.run.cfg.output.pictures:
+            return
+        top = buffer_metrics(self.trainer.level_sampler, jax.device_get(ts.sampler))["top_rows_per_seed"][0]
+        self.run.picture_levels(phase.cycle, top, [self.run.config_cls.from_dict(self.buffer[r]) for r in top])

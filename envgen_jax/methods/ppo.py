@@ -1,14 +1,12 @@
 """PPO alone: the original game only, for the same number of steps (the paper's "PPO, 0.96M PT in Crafter")."""
 
-from envgen_jax.plan import Phase
-
-NAME = "ppo"
-USES_LLM = False
+from envgen_jax.methods.base import Method, Phase
 
 
-def cycle_phases(cfg, c):
-    return [Phase("train", c, "original", cfg.cycle_updates())]
+class PPO(Method):
+    NAME = "ppo"
+    USES_LLM = False
 
-
-def design(ctx):
-    raise AssertionError("ppo has no design step")
+    @staticmethod
+    def cycle_phases(cfg, c):
+        return [Phase("train", c, "original", cfg.cycle_updates())]

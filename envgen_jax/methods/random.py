@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envgen_jax.methods.base import llm_cycle
-
-NAME = "random"
-USES_LLM = False
-cycle_phases = llm_cycle
+from envgen_jax.methods.base import Method, llm_cycle
 
 
 def random_config(config_cls, rng: np.random.Generator):
@@ -25,11 +21,24 @@ def random_config(config_cls, rng: np.random.Generator):
     return config_cls(**values)
 
 
-def design(ctx):
-    rng = np.random.default_rng([ctx.cfg.seed, ctx.cycle, 7])
-    out = []
-    for _ in range(ctx.num_designers):
-        configs = [random_config(ctx.config_cls, rng) for _ in range(ctx.n)]
-        out.append({"configs": [c.to_dict() for c in configs],
-                    "purposes": ["uniformly random valid configuration"] * ctx.n})
-    return out
+def random_configs(cfg, config_cls, n: int, draw: int) -> list[dict]:
+    """`n` random configurations (dicts) for a method that keeps drawing them (plr's buffer, sfl's pools): `draw`,
+    a counter kept in the method's state, makes every draw different and a resumed run draw the same ones."""
+    rng = np.random.default_rng([cfg.seed, draw, 11])
+    return [random_config(config_cls, rng).to_dict() for _ in range(n)]
+
+
+class Random(Method):
+    NAME = "random"
+    USES_LLM = False
+    cycle_phases = staticmethod(llm_cycle)
+
+    @staticmethod
+    def design(ctx):
+        rng = np.random.default_rng([ctx.cfg.seed, ctx.cycle, 7])
+        out = []
+        for _ in range(ctx.num_designers):
+            configs = [random_config(ctx.config_cls, rng) for _ in range(ctx.n)]
+            out.append({"configs": [c.to_dict() for c in configs],
+                        "purposes": ["uniformly random valid configuration"] * ctx.n})
+        return out

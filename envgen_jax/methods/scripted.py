@@ -47,12 +47,9 @@ import math
 
 from envgen_jax import games
 from envgen_jax.llm import targeting
-from envgen_jax.methods.base import llm_cycle
+from envgen_jax.methods.base import Method, llm_cycle
 from envgen_jax.schema import ConfigError
 
-NAME = "scripted"
-USES_LLM = False
-cycle_phases = llm_cycle
 MASTERED_AT = 0.9  # used when the run configuration has no `ued.mastered_at` (a hand-built context)
 
 
@@ -178,11 +175,17 @@ def design_one(config_cls, feedback: dict | None, n: int, mastered_at: float = M
     return {"configs": configs, "purposes": purposes}
 
 
-def design(ctx):
-    mastered_at = getattr(getattr(ctx.cfg, "ued", None), "mastered_at", MASTERED_AT)
-    feedback = ctx.feedback or [None] * ctx.num_designers
-    out = []
-    for i in range(ctx.num_designers):
-        ctx.status(f"scripted design: {ctx.n} environments (cycle {ctx.cycle + 1})")
-        out.append(design_one(ctx.config_cls, feedback[i], ctx.n, mastered_at))
-    return out
+class Scripted(Method):
+    NAME = "scripted"
+    USES_LLM = False
+    cycle_phases = staticmethod(llm_cycle)
+
+    @staticmethod
+    def design(ctx):
+        mastered_at = getattr(getattr(ctx.cfg, "ued", None), "mastered_at", MASTERED_AT)
+        feedback = ctx.feedback or [None] * ctx.num_designers
+        out = []
+        for i in range(ctx.num_designers):
+            ctx.status(f"scripted design: {ctx.n} environments (cycle {ctx.cycle + 1})")
+            out.append(design_one(ctx.config_cls, feedback[i], ctx.n, mastered_at))
+        return out

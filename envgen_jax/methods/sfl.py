@@ -13,35 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from envgen_jax.methods.plr import new_configs  # noqa: F401 -- the same random draws, seeded by a counter
-from envgen_jax.plan import Phase
+from envgen_jax.methods.base import Phase
+from envgen_jax.methods.random import random_configs
+from envgen_jax.methods.selection import LearnabilitySelection
 from envgen_jax.trainer import learnability
-
-NAME = "sfl"
-USES_LLM = False
-LEARNS_WHERE = "sfl"  # the training phases whose rows learnability chooses
-
-
-def cycle_phases(cfg, c):
-    return [Phase("train", c, LEARNS_WHERE, cfg.cycle_updates())]
-
-
-def design(ctx):
-    raise AssertionError("sfl has no design step")
-
-
-def bank_rows(cfg) -> int:
-    return 1 + cfg.ued.sfl_pool
-
-
-def bank_use(cfg) -> str:
-    return (f"row 0 the original game, then {cfg.ued.sfl_pool} random configurations drawn again at each "
-            f"selection; each seed trains on its top {cfg.ued.sfl_keep} by learnability")
-
-
-def pool_size(cfg) -> int:
-    """Configurations drawn at each selection (rows 1..pool of the bank)."""
-    return cfg.ued.sfl_pool
 
 
 def candidate_rows(cfg) -> np.ndarray:
@@ -49,5 +24,48 @@ def candidate_rows(cfg) -> np.ndarray:
     return np.tile(np.arange(1, 1 + cfg.ued.sfl_pool, dtype=np.int32), (cfg.num_agents, 1))
 
 
-def row_weights(cfg, learn: np.ndarray) -> np.ndarray:
-    return learnability.training_weights(learn, cfg.ued.sfl_keep, cfg.schedule.original_share)
+class SFL(LearnabilitySelection):
+    NAME = "sfl"
+    USES_LLM = False
+    WHERE = "sfl"  # the training phases whose rows learnability chooses
+
+    @staticmethod
+    def cycle_phases(cfg, c):
+        return [Phase("train", c, SFL.WHERE, cfg.cycle_updates())]
+
+    @staticmethod
+    def bank_rows(cfg) -> int:
+        return 1 + cfg.ued.sfl_pool
+
+    @staticmethod
+    def bank_use(cfg) -> str:
+        return (f"row 0 the original game, then {cfg.ued.sfl_pool} random configurations drawn again at each "
+                f"selection; each seed trains on its top {cfg.ued.sfl_keep} by learnability")
+
+    @staticmethod
+    def training_weights(cfg, learn):
+        return learnability.training_weights(learn, cfg.ued.sfl_keep, cfg.schedule.original_share)
+
+    # -- one run: the random pool of the latest selection (bank rows 1..sfl_pool) and the count of its draws --
+    def __init__(self, run, trainer):
+        super().__init__(run, trainer)
+        self.buffer: list = []  # the pool's configurations (dicts)
+        self.buffer_draws = 0   # pools drawn so far (seeds their random draws, so resumes draw the same)
+
+    def state_dict(self) -> dict:
+        return {"buffer": self.buffer, "buffer_draws": self.buffer_draws, **super().state_dict()}
+
+    def load_state(self, state: dict) -> None:
+        super().load_state(state)
+        self.buffer, self.buffer_draws = state.get("buffer", []), state.get("buffer_draws", 0)
+
+    def new_candidates(self):
+        self.buffer = random_configs(self.run.cfg, self.run.config_cls, self.run.cfg.ued.sfl_pool, self.buffer_draws)
+        self.buffer_draws += 1
+
+    def candidates(self):
+        return self.run.generated(self.buffer)
+
+    def reselect_now(self, phase):  # a new pool every ued.sfl_refresh_updates updates
+        done = self.run.state.phase_updates
+        return 0 < done < phase.updates and done % self.run.cfg.ued.sfl_refresh_updates == 0
