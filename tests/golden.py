@@ -6,6 +6,13 @@ before the reshaping (commit f3eee0f), and a run directory that code left behind
 The recorded files live in tests/data/golden/. `tests/test_golden.py` re-runs each case with today's code and
 compares, and resumes the old run directory (`old_run/`, made by the old code, killed in cycle 2's LLM phase) to the
 same report as the uninterrupted envgen case.
+
+The level-replay and learnability methods (plr, sfl, envgen_sfl) have their own goldens, recorded at commit 24acad2,
+before their procedures moved out of the loop into their methods: the runs tests/test_ued.py makes (UED_CASES), and
+`old_sfl_run/`, that sfl run cut back to its third checkpoint (mid-phase, after its second selection), which must
+resume to the same outputs.
+
+    PYTHONPATH=. JAX_PLATFORMS=cpu python -m tests.golden write-ued     # at commit 24acad2 only
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
 OLD_RUN = GOLDEN / "old_run"
+OLD_SFL_RUN = GOLDEN / "old_sfl_run"
+OLD_SFL_CHECKPOINTS = 3
 
 TINY = [
     "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
@@ -50,12 +59,20 @@ def client():
     return ScriptedClient(default=responder)
 
 
-def strip_report(report: dict) -> dict:
-    return {k: v for k, v in report.items() if k not in TIMING_REPORT}
-
-
 def strip_metrics(text: str) -> list[dict]:
-    return [{k: v for k, v in json.loads(line).items() if k not in TIMING_METRICS} for line in text.splitlines()]
+    lines = [{k: v for k, v in json.loads(line).items() if k not in TIMING_METRICS} for line in text.splitlines()]
+    for line in lines:
+        if "selection" in line:  # a learnability selection's own timing
+            line["selection"] = {k: v for k, v in line["selection"].items() if k != "seconds"}
+    return lines
+
+
+def strip_report(report: dict) -> dict:
+    out = {k: v for k, v in report.items() if k not in TIMING_REPORT}
+    if "learnability_selections" in out:
+        out["learnability_selections"] = [{k: v for k, v in sel.items() if k != "seconds"}
+                                          for sel in out["learnability_selections"]]
+    return out
 
 
 def read_outputs(out: Path) -> tuple[dict, list[dict]]:
@@ -103,9 +120,64 @@ def _write(out_root: Path) -> None:
     print("old run directory recorded:", sorted(p.name for p in (OLD_RUN / "checkpoints").iterdir()), file=sys.stderr)
 
 
+# The PPO losses are float32 sums over minibatches, whose rounding depends on the CPU's vector width (the goldens
+# were written on one x86-64 CPU; an AVX-512 one differs in the last bits of a loss); what the agent does and
+# achieves (returns, episodes, success, scores) must match exactly.
+EXACT, FLOAT32_SUMS = dict(rel=1e-9, abs=1e-12), dict(rel=1e-4, abs=1e-6)
+# Report sections added after the first goldens were recorded (nothing the run does changes with them): left out.
+ADDED_REPORT_KEYS = ("adaptation", "first_unlock_steps")
+
+
+def approx_equal(a, b, tol=EXACT) -> bool:
+    import pytest
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(
+            approx_equal(a[k], b[k], FLOAT32_SUMS if k == "losses" else tol) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(approx_equal(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, **tol)
+    return a == b
+
+
+def check(got: tuple[dict, list[dict]], want: tuple[dict, list[dict]], ignore=ADDED_REPORT_KEYS) -> None:
+    """Assert that a run's (report, metrics) equal the recorded ones (losses to float32 rounding); `ignore`: report
+    keys the recording predates."""
+    report, metrics = got
+    want_report, want_metrics = want
+    report = {k: v for k, v in json.loads(json.dumps(report)).items() if k not in ignore}
+    want_report = {k: v for k, v in want_report.items() if k not in ignore}
+    diff = sorted(k for k in set(report) | set(want_report) if not approx_equal(report.get(k), want_report.get(k)))
+    assert not diff, f"report.json differs in {diff}"
+    assert approx_equal(metrics, want_metrics), "metrics.jsonl differs"
+
+
+def _write_ued(out_root: Path) -> None:
+    from tests import test_ued
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, run in test_ued.UED_RUNS.items():
+        out = out_root / name
+        run(out)
+        report, metrics = read_outputs(out)
+        (GOLDEN / f"{name}.report.json").write_text(json.dumps(report, indent=1, sort_keys=True))
+        (GOLDEN / f"{name}.metrics.json").write_text(json.dumps(metrics, indent=1))
+        print(name, "recorded", file=sys.stderr)
+        if name == "sfl":
+            shutil.rmtree(OLD_SFL_RUN, ignore_errors=True)
+            shutil.copytree(out, OLD_SFL_RUN)
+            test_ued.cut_back(OLD_SFL_RUN, OLD_SFL_CHECKPOINTS)
+            for name in ("report.md", "learning_curve.png", "success_by_cycle.png"):  # written at the end only
+                (OLD_SFL_RUN / name).unlink()
+            for step in range(1, OLD_SFL_CHECKPOINTS):  # resuming reads the newest only: keep the repository small
+                shutil.rmtree(OLD_SFL_RUN / "checkpoints" / str(step))
+            print("old sfl run directory recorded:", sorted(p.name for p in (OLD_SFL_RUN / "checkpoints").iterdir()),
+                  file=sys.stderr)
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] != ["write"]:
-        sys.exit("usage: python -m tests.golden write")
+    commands = {"write": _write, "write-ued": _write_ued}
+    if sys.argv[1:] not in ([c] for c in commands):
+        sys.exit("usage: python -m tests.golden write | write-ued")
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        _write(Path(tmp))
+        commands[sys.argv[1]](Path(tmp))

@@ -198,14 +198,17 @@ PLR_TINY = [
 ]
 
 
-@pytest.fixture(scope="module")
-def plr_loop(tmp_path_factory):
+def run_plr(out):
     from envgen_jax.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
+    run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", PLR_TINY), out)
+    return run.run(), run
+
+
+@pytest.fixture(scope="module")
+def plr_loop(tmp_path_factory):
     out = tmp_path_factory.mktemp("plr") / "whole"
-    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", PLR_TINY)
-    report = EnvGenRun(cfg, out).run()
-    return out, report
+    return out, run_plr(out)[0]
 
 
 def _metrics(out):
@@ -233,22 +236,21 @@ def test_plr_run_records_its_buffer(plr_loop):
     assert len(top["rows"]) == 4
 
 
-def _assert_resume_after(out, tmp_path, checkpoints: int, old_layout: bool = False):
-    """A copy of the run directory `out` cut back to its first `checkpoints` checkpoints (as if killed there)
-    resumes to the same report.json and metrics.jsonl (timings aside). old_layout: the checkpoints' loop state
-    rewritten as checkpoints were before the method state had a field of its own (its entries as LoopState fields)."""
-    from envgen_jax.loop import EnvGenRun
-    run = tmp_path / "resumed"
-    shutil.copytree(out, run)
+def cut_back(run: Path, checkpoints: int) -> None:
+    """Leave the run directory `run` as if killed after its first `checkpoints` checkpoints (no report yet)."""
     steps = sorted((p for p in (run / "checkpoints").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
     for p in steps[checkpoints:]:
         shutil.rmtree(p)
-    for p in steps[:checkpoints] if old_layout else []:
-        meta_path = p / "metadata" / "metadata"  # orbax JsonSave's file
-        meta = json.loads(meta_path.read_text())
-        meta["loop"].update(meta["loop"].pop("method"))
-        meta_path.write_text(json.dumps(meta))
     (run / "report.json").unlink()
+
+
+def _assert_resume_after(out, tmp_path, checkpoints: int):
+    """A copy of the run directory `out` cut back to its first `checkpoints` checkpoints (as if killed there)
+    resumes to the same report.json and metrics.jsonl (timings aside)."""
+    from envgen_jax.loop import EnvGenRun
+    run = tmp_path / "resumed"
+    shutil.copytree(out, run)
+    cut_back(run, checkpoints)
     EnvGenRun.resume(run).run()
     strip = lambda r: {k: v for k, v in r.items() if k not in ("wall_seconds", "llm_seconds")}  # noqa: E731
     assert strip(json.loads((run / "report.json").read_text())) == strip(json.loads((out / "report.json").read_text()))
@@ -326,14 +328,17 @@ SFL_TINY = [
 ]
 
 
-@pytest.fixture(scope="module")
-def sfl_loop(tmp_path_factory):
+def run_sfl(out):
     from envgen_jax.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
+    run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", SFL_TINY), out)
+    return run.run(), run
+
+
+@pytest.fixture(scope="module")
+def sfl_loop(tmp_path_factory):
     out = tmp_path_factory.mktemp("sfl") / "whole"
-    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", SFL_TINY)
-    run = EnvGenRun(cfg, out)
-    report = run.run()
+    report, run = run_sfl(out)
     return out, report, run
 
 
@@ -377,23 +382,46 @@ def test_sfl_resumes_to_the_same_report(sfl_loop, tmp_path):
     _assert_resume_after(sfl_loop[0], tmp_path, checkpoints=3)
 
 
-def test_sfl_resumes_from_a_checkpoint_of_the_old_layout(sfl_loop, tmp_path):
-    # the pool, its draw counter, the weights and the selections as LoopState fields (buffer, buffer_draws,
-    # row_weights, selections): loaded into the method's state, the run goes on as if never stopped
-    _assert_resume_after(sfl_loop[0], tmp_path, checkpoints=3, old_layout=True)
+ENVGEN_SFL_TINY = [x for x in SFL_TINY if not x.startswith(("method=", "ued.sfl", "schedule.cycles"))] + [
+    "method=envgen_sfl", "schedule.cycles=2", "schedule.llm_env_steps=1024",  # 128 per slot, 64-step episodes
+    "schedule.envs_per_call=2", "ued.llm_pool=4", "llm.backend=openai", "llm.model=fake"]
+
+
+def run_envgen_sfl(out):
+    from envgen_jax.envs.crafter import CrafterConfig
+    from envgen_jax.llm.testing import ScriptedClient, auto_reply
+    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run_config import load_run_config
+    client = ScriptedClient(default=auto_reply(CrafterConfig))
+    run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", ENVGEN_SFL_TINY), out, llm_client=client)
+    return run.run(), client
+
+
+# The runs whose outputs tests/golden.py recorded before the methods' procedures left the loop (commit 24acad2).
+UED_RUNS = {"plr": run_plr, "sfl": run_sfl, "envgen_sfl": run_envgen_sfl}
+
+
+def test_plr_and_sfl_runs_match_their_goldens(plr_loop, sfl_loop):
+    from tests import golden
+    golden.check(golden.read_outputs(plr_loop[0]), golden.expected("plr"), ignore=())
+    golden.check(golden.read_outputs(sfl_loop[0]), golden.expected("sfl"), ignore=())
+
+
+def test_an_sfl_run_directory_from_the_old_code_resumes_to_the_same_outputs(tmp_path):
+    # written by the loop that kept sfl's pool and selections in LoopState's own fields
+    from envgen_jax.loop import EnvGenRun
+    from tests import golden
+    run = tmp_path / "old_sfl_run"
+    shutil.copytree(golden.OLD_SFL_RUN, run)
+    EnvGenRun.resume(run).run()
+    golden.check(golden.read_outputs(run), golden.expected("sfl"), ignore=())
 
 
 def test_envgen_sfl_picks_from_the_pool_and_tells_the_llm(tmp_path):
-    from envgen_jax.envs.crafter import CrafterConfig
-    from envgen_jax.llm.testing import ScriptedClient, auto_reply
-    from envgen_jax.loop import EnvGenRun, latest_checkpoint, load_loop_state
-    from envgen_jax.run_config import load_run_config
-    tiny = [x for x in SFL_TINY if not x.startswith(("method=", "ued.sfl", "schedule.cycles"))]
-    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", tiny + [  # 1024 steps: 128 per slot, 64-step episodes
-        "method=envgen_sfl", "schedule.cycles=2", "schedule.llm_env_steps=1024", "schedule.envs_per_call=2", "ued.llm_pool=4",
-        "llm.backend=openai", "llm.model=fake"])
-    client = ScriptedClient(default=auto_reply(CrafterConfig))
-    report = EnvGenRun(cfg, tmp_path, llm_client=client).run()
+    from envgen_jax.loop import latest_checkpoint, load_loop_state
+    from tests import golden
+    report, client = run_envgen_sfl(tmp_path)
+    golden.check(golden.read_outputs(tmp_path), golden.expected("envgen_sfl"), ignore=())
     assert report["llm_calls"] == 2 and len(client.calls) == 2
     state = load_loop_state(latest_checkpoint(tmp_path))
     assert [len(d["designers"][0]["configs"]) for d in state.designs] == [4, 4]
