@@ -143,10 +143,10 @@ def test_a_failed_method_does_not_stop_the_study_and_the_rerun_resumes_it(study,
 
     original = EnvGenRun._evaluate
 
-    def crash_at_the_end(self, ts, cycle, bar):  # after the cycle-boundary checkpoint, during the final phase
+    def crash_at_the_end(self, ts, cycle):  # after the cycle-boundary checkpoint, during the final phase
         if cycle == self.cfg.schedule.cycles:
             raise RuntimeError("simulated crash")
-        return original(self, ts, cycle, bar)
+        return original(self, ts, cycle)
 
     monkeypatch.setattr(EnvGenRun, "_evaluate", crash_at_the_end)
     assert main([*ARGS, "--out", str(rerun)]) == 2
