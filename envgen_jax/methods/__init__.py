@@ -7,6 +7,7 @@ Class level (functions of the run configuration; the plan, the dry run and RunCo
 
     NAME, USES_LLM                  the `method:` value; whether its design step asks a language model
     cycle_phases(cfg, c)            the phases of cycle c (design, train, ...), before the cycle's evaluation
+                                    (default: the paper's cycle, `llm_cycle`)
     design(ctx)                     the design step of one cycle (`DesignContext`): per designer {"configs": [...],
                                     "purposes": [...]}, or a whole design record (`fixed` reusing cycle 1's)
     llm_calls(c, designers)         LLM requests of cycle c's design step (default: one per designer if USES_LLM)

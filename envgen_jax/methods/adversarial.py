@@ -2,7 +2,7 @@
 environments as hard as possible for the skills the agent does best."""
 
 from envgen_jax.llm.prompts import PROMPTS_DIR, format_configs, format_success, output_format, render
-from envgen_jax.methods.base import Method, llm_cycle
+from envgen_jax.methods.base import Method
 
 
 def request(designer, n: int, success):
@@ -20,7 +20,6 @@ def request(designer, n: int, success):
 class Adversarial(Method):
     NAME = "adversarial"
     USES_LLM = True
-    cycle_phases = staticmethod(llm_cycle)
 
     @staticmethod
     def design(ctx):

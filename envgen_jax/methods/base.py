@@ -89,10 +89,8 @@ class Method:
     WHERE: str | None = None  # the `where` of the training phases whose rows the method chooses, if any
 
     # ---------------------------------------------------------------------------------------- class level
-    @staticmethod
-    def cycle_phases(cfg, c: int) -> list[Phase]:
-        """The phases of cycle c (design, train, ...), before the cycle's evaluation."""
-        raise NotImplementedError
+    # The phases of cycle c (design, train, ...), before the cycle's evaluation: by default the paper's cycle.
+    cycle_phases = staticmethod(llm_cycle)
 
     @classmethod
     def design(cls, ctx: DesignContext) -> list | dict:

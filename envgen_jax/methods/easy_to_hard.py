@@ -2,7 +2,7 @@
 very easy to the original game (one continuing conversation)."""
 
 from envgen_jax.llm.prompts import PROMPTS_DIR, generation_prompt, output_format, render
-from envgen_jax.methods.base import Method, llm_cycle
+from envgen_jax.methods.base import Method
 
 
 def request(designer, cycle: int, cycles: int, n: int):
@@ -18,7 +18,6 @@ def request(designer, cycle: int, cycles: int, n: int):
 class EasyToHard(Method):
     NAME = "easy_to_hard"
     USES_LLM = True
-    cycle_phases = staticmethod(llm_cycle)
 
     @staticmethod
     def design(ctx):

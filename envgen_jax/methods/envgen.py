@@ -2,13 +2,12 @@
 game (mean +/- std over seeds) and the previous environments with what the agent unlocked inside each, and adapts
 them (one continuing conversation)."""
 
-from envgen_jax.methods.base import Method, llm_cycle
+from envgen_jax.methods.base import Method
 
 
 class EnvGen(Method):
     NAME = "envgen"
     USES_LLM = True
-    cycle_phases = staticmethod(llm_cycle)
 
     @staticmethod
     def design(ctx):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from envgen_jax.methods.base import llm_cycle
 from envgen_jax.methods.selection import LearnabilitySelection
 from envgen_jax.trainer import learnability
 
@@ -51,7 +50,6 @@ class EnvGenSFL(LearnabilitySelection):
     NAME = "envgen_sfl"
     USES_LLM = True
     WHERE = "llm"  # learnability chooses the rows of the LLM-environment phases
-    cycle_phases = staticmethod(llm_cycle)
 
     @staticmethod
     def design(ctx):

@@ -1,12 +1,11 @@
 """Fixed (Table 3): the first cycle's LLM environments in every cycle, no feedback."""
 
-from envgen_jax.methods.base import Method, llm_cycle
+from envgen_jax.methods.base import Method
 
 
 class Fixed(Method):
     NAME = "fixed"
     USES_LLM = True
-    cycle_phases = staticmethod(llm_cycle)
 
     @staticmethod
     def design(ctx):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envgen_jax.methods.base import Method, llm_cycle
+from envgen_jax.methods.base import Method
 
 
 def random_config(config_cls, rng: np.random.Generator):
@@ -31,7 +31,6 @@ def random_configs(cfg, config_cls, n: int, draw: int) -> list[dict]:
 class Random(Method):
     NAME = "random"
     USES_LLM = False
-    cycle_phases = staticmethod(llm_cycle)
 
     @staticmethod
     def design(ctx):

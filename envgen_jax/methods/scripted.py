@@ -47,7 +47,7 @@ import math
 
 from envgen_jax import games
 from envgen_jax.llm import targeting
-from envgen_jax.methods.base import Method, llm_cycle
+from envgen_jax.methods.base import Method
 from envgen_jax.schema import ConfigError
 
 MASTERED_AT = 0.9  # used when the run configuration has no `ued.mastered_at` (a hand-built context)
@@ -178,7 +178,6 @@ def design_one(config_cls, feedback: dict | None, n: int, mastered_at: float = M
 class Scripted(Method):
     NAME = "scripted"
     USES_LLM = False
-    cycle_phases = staticmethod(llm_cycle)
 
     @staticmethod
     def design(ctx):
