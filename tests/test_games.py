@@ -14,23 +14,33 @@ from envgen_jax.cli import main
 from envgen_jax.llm import Designer, LLMSettings
 from envgen_jax.llm.prompts import feedback_prompt, generation_prompt
 from envgen_jax.llm.testing import ScriptedClient, auto_reply
+from envgen_jax.methods.base import Method
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.schema import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "envgen_jax"
 
-# A whole game as a package outside envgen_jax: its configuration, targeting map, options, prompts and Game. What it
-# lacks to be trained is an environment (`make_env`: make_params / reset / step in JAX, as envs/heist/env.py) and a
-# renderer; everything the designer, the run configuration and the command line need is here.
+# A whole game as a package outside envgen_jax: its configuration, targeting map, options, prompts, environment (in
+# JAX: make_params / reset / step, as envs/heist/env.py), renderer and Game. A corridor of 8 cells: the agent starts
+# at the left end and moves left, right or jumps two cells right; coins lie on some cells, and lava (if the room has
+# it) on the middle one burns an agent that steps on it. Reaching the right end ends the episode.
 TOY_GAME = '''
 import dataclasses
 from pathlib import Path
 from typing import ClassVar, Literal
 
+import jax
+import jax.numpy as jnp
+from flax import struct
+from PIL import Image
+
+from envgen_jax.envs.bank import Bank
 from envgen_jax.envs.game import Game, GameOptions
 from envgen_jax.llm.targeting import Concept, TargetMap, less, more
 from envgen_jax.schema import SchemaConfig, setting
+
+LENGTH = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,11 +57,58 @@ class ToyOptions(GameOptions):
     """the room's size"""
 
 
+@struct.dataclass
+class ToyParams:  # one configuration as traced values
+    coins: jax.Array
+    lava: jax.Array
+    max_steps: jax.Array
+
+
+@struct.dataclass
+class ToyState:
+    pos: jax.Array
+    coins: jax.Array         # bool[LENGTH]
+    time: jax.Array
+    achievements: jax.Array  # bool[2], this episode's
+
+
+class ToyEnv:
+    achievement_names = ("collect_coin", "cross_room")
+    num_actions = 3  # left, right, jump
+    obs_shape = (2 * LENGTH + 1,)
+
+    def make_params(self, configs, capacity=None):
+        return Bank.from_configs(configs, lambda c: ToyParams(jnp.int32(c.coins), jnp.bool_(c.lava), jnp.int32(24)),
+                                 capacity)
+
+    def observe(self, state, params):
+        here = jax.nn.one_hot(state.pos, LENGTH)
+        return jnp.concatenate([here, state.coins.astype(jnp.float32), params.lava.astype(jnp.float32)[None]])
+
+    def reset(self, key, params):
+        order = jax.random.permutation(key, LENGTH - 1) + 1  # coins anywhere but the start
+        coins = jnp.zeros(LENGTH, bool).at[order].set(jnp.arange(LENGTH - 1) < params.coins)
+        state = ToyState(jnp.int32(0), coins, jnp.int32(0), jnp.zeros(2, bool))
+        return self.observe(state, params), state
+
+    def step(self, key, state, action, params):
+        pos = jnp.clip(state.pos + jnp.array([-1, 1, 2])[action], 0, LENGTH - 1)
+        burnt = params.lava & (pos == LENGTH // 2)
+        crossed = pos == LENGTH - 1
+        unlocked = state.achievements | jnp.stack([state.coins[pos], crossed])
+        time = state.time + 1
+        timeout = time >= params.max_steps
+        reward = (unlocked & ~state.achievements).sum().astype(jnp.float32)
+        state = ToyState(pos, state.coins.at[pos].set(False), time, unlocked)
+        info = {"truncated": timeout & ~crossed & ~burnt, "achievements": unlocked}
+        return self.observe(state, params), state, reward, crossed | burnt | timeout, info
+
+
 class Toy(Game):
     name = "toy"
     title = "Toy"
     config_cls = ToyConfig
-    achievements = ("collect_coin", "cross_room")
+    achievements = ToyEnv.achievement_names
     prompts_dir = Path(__file__).parent / "prompts"
     targeting = TargetMap("toy", {"collect_coin": (more("world_settings.coins"),),
                                   "cross_room": (less("world_settings.lava"),)},
@@ -59,8 +116,20 @@ class Toy(Game):
                           (Concept(("coin",), (more("world_settings.coins"),), skills=("collect_coin",)),))
     options_cls = ToyOptions
 
+    def make_env(self, observation="symbolic", options=None):
+        return ToyEnv()
+
     def score(self, rates):
         return rates.mean(-1)
+
+    def render(self, configs, path, seed=0, options=None):
+        """One row of cells per configuration: lava red, the rest grey."""
+        image = Image.new("RGB", (LENGTH * 8, len(configs) * 8), "grey")
+        for row, config in enumerate(configs):
+            if config.lava:
+                image.paste((200, 40, 0), (LENGTH // 2 * 8, row * 8, LENGTH // 2 * 8 + 8, row * 8 + 8))
+        image.save(path)
+        return Path(path)
 
 
 GAME = Toy()
@@ -134,6 +203,53 @@ def test_a_new_game_is_one_package_and_one_registry_line(toy, tmp_path, capsys):
     assert "1 valid toy configuration" in capsys.readouterr().out
     assert main(["validate", str(path), "--env", "toy", "--option", "size=huge"]) == 1
     assert "game_options.size: 'huge' is not one of 'small', 'large'" in capsys.readouterr().err
+
+
+# A method from outside the package (README "Adding a method"): its own design step and the one registry line.
+class CoinRooms(Method):
+    """Every cycle, rooms without lava and with more coins than the cycle before (no LLM)."""
+    NAME = "coin_rooms"
+
+    @staticmethod
+    def design(ctx):
+        configs = [ctx.config_cls(coins=min(5, ctx.cycle + 1 + i), lava=False) for i in range(ctx.n)]
+        return [{"configs": [c.to_dict() for c in configs], "purposes": ["coins, no lava"] * ctx.n}
+                for _ in range(ctx.num_designers)]
+
+
+TINY = ["seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=128", "schedule.original_env_steps=128",
+        "schedule.final_steps=256", "schedule.envs_per_call=2", "schedule.updates_per_chunk=1", "ppo.num_envs=8",
+        "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=16", "ppo.depth=1",
+        "eval.num_envs=4", "eval.max_steps=30", "output.progress=false", "output.checkpoint_minutes=0"]
+
+
+def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
+    """The README's walk-throughs: the toy game (one package, one registry line) trains with the paper's method and
+    a scripted designer, and a toy method (one class, one registry line) trains on it, end to end through the run."""
+    from envgen_jax import methods
+    from envgen_jax.loop import EnvGenRun
+
+    monkeypatch.setitem(methods.REGISTRY, "coin_rooms", CoinRooms)  # the one line (methods.register does the same)
+    assert "coin_rooms" in methods.METHODS
+    client = ScriptedClient(default=auto_reply(toy.config_cls))
+    calls = {}
+    for method in ("envgen", "coin_rooms"):
+        out = tmp_path / method
+        cfg = load_run_config(None, TINY + ["env=toy", f"method={method}", "llm.backend=openai", "llm.model=fake"])
+        report = EnvGenRun(cfg, out, llm_client=client).run()
+        assert report["env_steps"] == 2 * (128 + 128) + 256  # 4 PPO updates per seed in the toy's environments
+        assert report["seeds"] == 2 and set(report["achievements"]) == {"collect_coin", "cross_room"}
+        assert all(0.0 <= v <= 100.0 for v in report["achievements"].values())
+        second = json.loads((out / "environments" / "cycle_2.json").read_text())["environments"]
+        assert len(second) == 2 and (out / "environments" / "cycle_2.png").is_file()
+        metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        assert sum(r["episodes_per_seed"][0] for r in metrics) > 0  # the toy's episodes ended and were counted
+        calls[method] = report["llm_calls"]
+    assert [e["config"] for e in second] == [{"world_settings": {"coins": 2, "lava": False}},
+                                             {"world_settings": {"coins": 3, "lava": False}}]
+    assert calls == {"envgen": 2, "coin_rooms": 0}  # envgen asked the LLM once a cycle; coin_rooms never
+    with pytest.raises(TypeError, match="NAME 'other'"):
+        methods.register("other", CoinRooms)
 
 
 def test_a_registry_entry_must_name_its_game(tmp_path, monkeypatch):

@@ -41,6 +41,11 @@ def render(template: str, where: str, required: Sequence[str] = (), **values: An
         raise LLMError(f"prompt template {where}: {e} (write $$ for a literal $)") from None
 
 
+def render_template(name: str, required: Sequence[str] = (), **values: Any) -> str:
+    """Render the prompt file `name` that every game shares (in PROMPTS_DIR), as `render` does."""
+    return render((PROMPTS_DIR / name).read_text(encoding="utf-8"), name, required, **values)
+
+
 # The keys of one environment in the reply, in the order constrained decoding writes them (llm.targets).
 ENVIRONMENT_KEYS = {
     False: ('two keys: "purpose", one or two sentences naming the skills the environment teaches and how its '
@@ -59,8 +64,8 @@ def output_format(spec: EnvSpec, n: int, settings: LLMSettings | None = None, pe
     targets = (settings or LLMSettings()).targets
     keys = string.Template(ENVIRONMENT_KEYS[targets]).substitute(skills=spec.skills)
     count = min(per_reply or n, n)
-    text = render((PROMPTS_DIR / "output_format.txt").read_text(encoding="utf-8"), "output_format.txt",
-                  ("num_envs", "environment_keys"), num_envs=count, environment_keys=keys).strip()
+    text = render_template("output_format.txt", ("num_envs", "environment_keys"), num_envs=count,
+                           environment_keys=keys).strip()
     if count < n:
         text = (f"You will write the {n} environments {count} per reply, in turns: this reply holds environment"
                 f"{'s 1 to ' + str(count) if count > 1 else ' 1'} only, and you will then be asked for the next. "
@@ -80,8 +85,8 @@ def written_prompt(configs: Sequence[Any], targets: Sequence[Sequence[str]]) -> 
 def next_prompt(first: int, last: int, total: int) -> str:
     """The turn that asks for the next environments of a design written a few per reply (llm.envs_per_reply)."""
     which = f"environment {first}" if first == last else f"environments {first} to {last}"
-    return render((PROMPTS_DIR / "next_environments.txt").read_text(encoding="utf-8"), "next_environments.txt",
-                  ("which", "num_envs"), which=which, total=total, num_envs=last - first + 1).strip()
+    return render_template("next_environments.txt", ("which", "num_envs"), which=which, total=total,
+                           num_envs=last - first + 1).strip()
 
 
 def format_achievements(spec: EnvSpec, settings: LLMSettings | None = None) -> str:
@@ -221,8 +226,8 @@ def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n:
 
 
 def repair_prompt(problems: Sequence[str], n: int) -> str:
-    return render((PROMPTS_DIR / "repair.txt").read_text(encoding="utf-8"), "repair.txt", ("problems",),
-                  problems="\n".join(f"- {p}" for p in problems), num_envs=n).strip()
+    return render_template("repair.txt", ("problems",), problems="\n".join(f"- {p}" for p in problems),
+                           num_envs=n).strip()
 
 
 ANALYSIS_MAX_CHARS = 800

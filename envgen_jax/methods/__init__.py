@@ -28,7 +28,8 @@ One run (the loop makes `cls(run, trainer)` with its `run_view.RunView` and PPO 
     designer_notes()                notes for the next design step (envgen_sfl: what learnability measured)
 
 Level replay lives in plr.py; the learnability selection shared by sfl.py and envgen_sfl.py in selection.py.
-Adding a method is one module here and one line in `REGISTRY`; the driver (`envgen_jax.loop`) does not change.
+Adding a method is one module here and one line in `REGISTRY` (or `register(name, cls)` at run time, as a test
+may); the driver (`envgen_jax.loop`) does not change.
 """
 
 from __future__ import annotations
@@ -57,7 +58,14 @@ REGISTRY: dict[str, type[Method]] = {
     "envgen_sfl": EnvGenSFL,
     "scripted": Scripted,
 }
-METHODS: tuple[str, ...] = tuple(REGISTRY)
+METHODS = REGISTRY.keys()  # a live view: a method registered later is known everywhere (run config, study, CLI)
+
+
+def register(name: str, cls: type[Method]) -> None:
+    """Add (or replace) a method: `cls` is a Method subclass whose NAME is `name`."""
+    if not (isinstance(cls, type) and issubclass(cls, Method)) or cls.NAME != name:
+        raise TypeError(f"a method must be a Method subclass with NAME {name!r}, got {cls!r}")
+    REGISTRY[name] = cls
 
 
 def get(name: str) -> type[Method]:

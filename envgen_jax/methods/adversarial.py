@@ -1,7 +1,7 @@
 """Adversarial (Table 3): cycle 1 the generation prompt; later the LLM sees the success rates and is asked for
 environments as hard as possible for the skills the agent does best."""
 
-from envgen_jax.llm.prompts import PROMPTS_DIR, format_configs, format_success, output_format, render
+from envgen_jax.llm.prompts import format_configs, format_success, output_format, render_template
 from envgen_jax.methods.base import Method
 
 
@@ -9,11 +9,10 @@ def request(designer, n: int, success):
     if success is None:
         return designer.generate(n)
     spec = designer.spec
-    prompt = render((PROMPTS_DIR / "curriculum_adversarial.txt").read_text(encoding="utf-8"),
-                    "curriculum_adversarial.txt", ("success", "previous_configs", "output_format", "num_envs"),
-                    title=spec.title, num_envs=n, success=format_success(spec, success, order="strongest"),
-                    previous_configs=format_configs(designer.configs),
-                    output_format=output_format(spec, n, designer.settings))
+    prompt = render_template("curriculum_adversarial.txt", ("success", "previous_configs", "output_format", "num_envs"),
+                             title=spec.title, num_envs=n, success=format_success(spec, success, order="strongest"),
+                             previous_configs=format_configs(designer.configs),
+                             output_format=output_format(spec, n, designer.settings))
     return designer.ask(prompt, n, kind="adversarial")
 
 

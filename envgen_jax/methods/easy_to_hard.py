@@ -1,16 +1,15 @@
 """Easy-to-Hard (Table 3): every cycle the LLM is asked, with no success rates, for stage k of N of a curriculum from
 very easy to the original game (one continuing conversation)."""
 
-from envgen_jax.llm.prompts import PROMPTS_DIR, generation_prompt, output_format, render
+from envgen_jax.llm.prompts import generation_prompt, output_format, render_template
 from envgen_jax.methods.base import Method
 
 
 def request(designer, cycle: int, cycles: int, n: int):
     spec = designer.spec
-    stage = render((PROMPTS_DIR / "curriculum_easy_to_hard.txt").read_text(encoding="utf-8"),
-                   "curriculum_easy_to_hard.txt", ("stage", "stages", "output_format", "num_envs"),
-                   stage=cycle + 1, stages=cycles, title=spec.title, num_envs=n,
-                   output_format=output_format(spec, n, designer.settings))
+    stage = render_template("curriculum_easy_to_hard.txt", ("stage", "stages", "output_format", "num_envs"),
+                            stage=cycle + 1, stages=cycles, title=spec.title, num_envs=n,
+                            output_format=output_format(spec, n, designer.settings))
     prompt = generation_prompt(spec, n, designer.settings) + "\n\n" + stage if not designer.messages else stage
     return designer.ask(prompt, n, kind="easy_to_hard")
 
