@@ -37,18 +37,18 @@ def _records(path):
 @pytest.mark.llm
 def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
     _need("smollm2-135m")
-    # advice "none": what is tested is serving, structured output and the cache, not SmolLM2's designs (sending them
-    # back for repair only made the test slower).
+    # advice "none" and one environment a request: what is tested is serving, structured output and the cache, not
+    # SmolLM2's designs (two environments a request ran to its token limit and went back for repair: 3x slower).
     settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, advice="none")
     start = time.monotonic()
     with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
-        configs, purposes = designer.generate(2)
+        configs, purposes = designer.generate(1)
         server = designer.server
         pid = server.process.pid
         assert server.base_url.startswith("http://127.0.0.1:")
-        designer.feedback({a: 50.0 for a in designer.spec.achievements}, 2)  # continues the conversation
+        designer.feedback({a: 50.0 for a in designer.spec.achievements}, 1)  # continues the conversation
     elapsed = time.monotonic() - start
-    assert len(configs) == 2 and all(isinstance(c, CrafterConfig) for c in configs)
+    assert len(configs) == 1 and all(isinstance(c, CrafterConfig) for c in configs)
     assert all(isinstance(p, str) and p for p in purposes)
     assert designer.server is None and server.process is None
     with pytest.raises(ProcessLookupError):
@@ -105,15 +105,16 @@ def test_server_stops_when_its_parent_is_killed(tmp_path):
 
 @pytest.mark.llm
 def test_default_offline_designer_generates_through_the_cli(tmp_path, capsys):
-    """`envgen-jax llm generate` with no endpoint: the 1.5B model, one real generation (~2 minutes on 2 cores)."""
+    """`envgen-jax llm generate` with no endpoint: the 1.5B model, one real generation of one environment (four took
+    ~10 minutes on 2 cores with their repair turns; what is tested is the command with its default model)."""
     _need(DEFAULT_OFFLINE_MODEL)
     out = tmp_path / "envs.json"
     start = time.monotonic()
-    assert cli_main(["llm", "generate", "--env", "crafter", "--out", str(out)]) == 0
+    assert cli_main(["llm", "generate", "--env", "crafter", "--num-envs", "1", "--out", str(out)]) == 0
     written = json.loads(out.read_text())
     assert written["backend"] == "local" and written["model"] == DEFAULT_OFFLINE_MODEL
     configs = [CrafterConfig.from_dict(e["config"]) for e in written["environments"]]
-    assert len(configs) == 4
+    assert len(configs) == 1
     exchanges = [r for r in _records(out.with_suffix(".transcript.jsonl")) if r["event"] == "exchange"]
     print(f"\nqwen2.5-coder-1.5b: {time.monotonic() - start:.0f} s, usage {exchanges[-1]['usage']}")
 
