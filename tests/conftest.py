@@ -52,3 +52,42 @@ def random_actions(seed: int, n: int):
 
 def tree_equal(a, b) -> bool:
     return all(bool(jnp.all(x == y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+# ------------------------------------------------------------------------------------------------ compile log
+# ENVGEN_COMPILE_LOG=path.json: per test, the seconds XLA spent compiling (and persistent-cache hits), to find the
+# tests whose programs no other test shares. Off by default; with pytest-xdist each worker writes path.<worker>.json.
+_COMPILE_LOG = os.environ.get("ENVGEN_COMPILE_LOG")
+if _COMPILE_LOG:
+    import json
+    import logging
+    import re
+
+    _compiles: dict = {}
+    _current = ["(collection)"]
+    _pattern = re.compile(r"Finished XLA compilation of (.*) in ([0-9.e+-]+) sec")
+
+    class _CompileHandler(logging.Handler):
+        def emit(self, record):
+            entry = _compiles.setdefault(_current[0], {"seconds": 0.0, "programs": [], "cache_hits": 0})
+            message = record.getMessage()
+            found = _pattern.search(message)
+            if found:
+                entry["seconds"] += float(found.group(2))
+                entry["programs"].append(found.group(1))
+            elif "cache hit" in message.lower():
+                entry["cache_hits"] += 1
+
+    jax.config.update("jax_log_compiles", True)  # compile and cache-hit messages at WARNING, under logger "jax"
+    logging.getLogger("jax").addHandler(_CompileHandler())
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        _current[0] = item.nodeid
+        yield
+
+    def pytest_sessionfinish(session):
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        path = _COMPILE_LOG if not worker else _COMPILE_LOG.replace(".json", f".{worker}.json")
+        with open(path, "w") as f:
+            json.dump(_compiles, f, indent=1)
