@@ -237,3 +237,34 @@ def test_agent_benchmark_resumes_exactly(tiny_agent_benchmark, tmp_path):
     resumed = ase.train_recipe("tiny", 2, 128, tmp_path / "b", 1, checkpoint_minutes=0, log=lambda m: None)
     assert len(resumed["timing"]["sessions"]) == 2
     assert resumed["chunks"] == straight["chunks"]
+
+
+def test_two_studies_side_by_side_read_from_their_json(tmp_path):
+    from benchmarks import compare_studies
+    from envgen_jax.study import difference, mean_ci, pairwise
+
+    def study(scores: dict) -> dict:
+        methods = {m: {"score": mean_ci(v), "vs_ppo": {"score": difference(v, scores["ppo"])},
+                       "vs_envgen": {"score": difference(v, scores["envgen"])} if "envgen" in scores else None}
+                   for m, v in scores.items()}
+        return {"methods": methods, "pairwise": {"score": pairwise(scores)}}
+
+    first = study({"ppo": [5.0, 6.0], "envgen": [7.0, 7.5]})
+    second = study({"ppo": [12.0, 13.0, 12.5], "envgen": [14.0, 15.0, 14.5], "scripted": [16.0, 16.5, 17.0]})
+    for name, data in (("a", first), ("b", second)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "study.json").write_text(json.dumps(data))
+    out = tmp_path / "table.md"
+    assert compare_studies.main([str(tmp_path / "a"), str(tmp_path / "b"), "--labels", "one", "two",
+                                 "--out", str(out)]) == 0
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in out.read_text().splitlines()[2:]}
+    assert list(rows) == ["ppo", "envgen", "scripted"]
+    assert rows["ppo"][1].startswith("5.5 +/- 0.5") and rows["ppo"][2].startswith("12.5 +/- 0.4")
+    assert rows["scripted"][1] == "-" and rows["ppo"][3] == "-"
+    # envgen - ppo = +2.0; its pair is listed as (ppo, envgen), so the seed-beats probability is turned around
+    assert rows["envgen"][3].startswith("+2.0 [") and "P(beats) = 1.00" in rows["envgen"][3]
+    p_holm = next(r["p_holm"] for r in second["pairwise"]["score"] if {r["a"], r["b"]} == {"ppo", "envgen"})
+    assert f"p_Holm = {p_holm:.2f}" in rows["envgen"][3]
+    assert rows["scripted"][4].startswith("+2.0 [")  # vs envgen
+    with pytest.raises(SystemExit, match="study.json: no such file"):
+        compare_studies.main([str(tmp_path / "a"), str(tmp_path / "missing")])
