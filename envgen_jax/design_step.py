@@ -85,13 +85,17 @@ class DesignStep:
         return self._designers
 
     def write(self, record: dict) -> None:
-        """environments/cycle_<c>.json (and .png): the cycle's environments and their purposes."""
+        """environments/cycle_<c>.json (and .png): the cycle's environments, with their purposes and, where the
+        designer wrote them (llm.targets), the achievements each says it trains."""
         cycle, run = record["cycle"], self.run
         folder = run.out / "environments"
         folder.mkdir(exist_ok=True)
-        (folder / f"cycle_{cycle + 1}.json").write_text(json.dumps(
-            {"environments": [{"purpose": p, "config": c} for d in record["designers"]
-                              for p, c in zip(d["purposes"], d["configs"])]}, indent=2))
+        environments = []
+        for d in record["designers"]:
+            targets = d.get("targets") or [None] * len(d["configs"])
+            environments += [{"targets": t, "purpose": p, "config": c} if t else {"purpose": p, "config": c}
+                             for t, p, c in zip(targets, d["purposes"], d["configs"])]
+        (folder / f"cycle_{cycle + 1}.json").write_text(json.dumps({"environments": environments}, indent=2))
         if run.cfg.output.pictures:
             run.render(run.llm_configs(record)[: run.cfg.schedule.envs_per_call], folder / f"cycle_{cycle + 1}.png")
 

@@ -937,6 +937,20 @@ def test_duplicate_json_keys_are_refused(tmp_path):
         read_config_file(path, "crafter")
 
 
+def test_an_environments_file_with_targets_is_read_and_bad_targets_are_named(tmp_path):
+    path = tmp_path / "cycle_1.json"  # as a run writes environments/cycle_<c>.json
+    path.write_text(json.dumps({"environments": [
+        {"targets": ["collect_wood"], "purpose": "p", "config": {"inventory_settings": {"wood": 3}}}]}))
+    assert read_config_file(path, "crafter")[0].wood == 3
+    path.write_text(json.dumps({"environments": [{"targets": "collect_wood", "config": {}},
+                                                 {"aims": [], "config": {}}]}))
+    with pytest.raises(ConfigError) as err:
+        read_config_file(path, "crafter")
+    assert err.value.problems == [
+        "environments[0].targets: expected a list of achievement names, got 'collect_wood'",
+        'environments[1].aims: unknown key; an environment holds only "targets", "purpose" and "config"']
+
+
 # -- 3. the designer's reply --------------------------------------------------------------------------------------
 
 FINITE_JSON_LIKE = st.recursive(

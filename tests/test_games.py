@@ -231,7 +231,15 @@ def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
 
     monkeypatch.setitem(methods.REGISTRY, "coin_rooms", CoinRooms)  # the one line (methods.register does the same)
     assert "coin_rooms" in methods.METHODS
-    client = ScriptedClient(default=auto_reply(toy.config_cls))
+    plain = auto_reply(toy.config_cls)
+
+    def with_targets(request):  # what the designer writes with llm.targets: the skills each environment trains
+        reply = json.loads(plain(request))
+        for env in reply["environments"]:
+            env["targets"] = ["collect_coin"]
+        return json.dumps(reply)
+
+    client = ScriptedClient(default=with_targets)
     calls = {}
     for method in ("envgen", "coin_rooms"):
         out = tmp_path / method
@@ -247,6 +255,11 @@ def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
         calls[method] = report["llm_calls"]
     assert [e["config"] for e in second] == [{"world_settings": {"coins": 2, "lava": False}},
                                              {"world_settings": {"coins": 3, "lava": False}}]
+    assert "targets" not in second[0]  # coin_rooms names none
+    # envgen's environments file holds what each environment trains, and reads back as configurations
+    written = tmp_path / "envgen" / "environments" / "cycle_2.json"
+    assert [e["targets"] for e in json.loads(written.read_text())["environments"]] == [["collect_coin"]] * 2
+    assert len(games.read_config_file(written, "toy")) == 2
     assert calls == {"envgen": 2, "coin_rooms": 0}  # envgen asked the LLM once a cycle; coin_rooms never
     with pytest.raises(TypeError, match="NAME 'other'"):
         methods.register("other", CoinRooms)

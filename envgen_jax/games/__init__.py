@@ -121,7 +121,8 @@ def config_class(env_name: str) -> type:
 
 def read_config_file(path: str | Path, env_name: str) -> list[Any]:
     """Read configurations from JSON: one config object, a list of them, or {"environments": [...]} as written by
-    `envgen-jax llm generate` (each item either a config or {"purpose": ..., "config": {...}})."""
+    `envgen-jax llm generate` and a run's environments/cycle_<c>.json (each item either a config or {"purpose": ...,
+    "config": {...}}, with the designer's "targets" where it wrote them)."""
     path = Path(path)
     try:
         raw = path.read_bytes()  # json decodes UTF-8 (or UTF-16/32) itself
@@ -151,10 +152,13 @@ def read_config_file(path: str | Path, env_name: str) -> list[Any]:
     for i, item in enumerate(items):
         here = f"{where}[{i}]"
         if isinstance(item, dict) and "config" in item:
-            problems += [f"{here}.{key}: unknown key; an environment holds only \"purpose\" and \"config\""
-                         for key in item if key not in ("purpose", "config")]
+            problems += [f"{here}.{key}: unknown key; an environment holds only \"targets\", \"purpose\" and "
+                         f"\"config\"" for key in item if key not in ("targets", "purpose", "config")]
             if not isinstance(item.get("purpose", ""), str):
                 problems.append(f"{here}.purpose: expected a string, got {type(item['purpose']).__name__}")
+            targets = item.get("targets", [])
+            if not (isinstance(targets, list) and all(isinstance(t, str) for t in targets)):
+                problems.append(f"{here}.targets: expected a list of achievement names, got {targets!r}")
             item, here = item["config"], f"{here}.config"
         found = cls.collect_problems(item, here)
         problems += found
