@@ -92,7 +92,7 @@ class DesignStep:
         folder.mkdir(exist_ok=True)
         environments = []
         for d in record["designers"]:
-            targets = d.get("targets") or [None] * len(d["configs"])
+            targets = list(d.get("targets") or []) + [None] * len(d["configs"])  # none for some: no key
             environments += [{"targets": t, "purpose": p, "config": c} if t else {"purpose": p, "config": c}
                              for t, p, c in zip(targets, d["purposes"], d["configs"])]
         (folder / f"cycle_{cycle + 1}.json").write_text(json.dumps({"environments": environments}, indent=2))
