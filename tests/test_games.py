@@ -17,6 +17,7 @@ from envgen_jax.llm.testing import ScriptedClient, auto_reply
 from envgen_jax.methods.base import Method
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.schema import ConfigError
+from tests import golden
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "envgen_jax"
@@ -217,10 +218,8 @@ class CoinRooms(Method):
                 for _ in range(ctx.num_designers)]
 
 
-TINY = ["seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=128", "schedule.original_env_steps=128",
-        "schedule.final_steps=256", "schedule.envs_per_call=2", "schedule.updates_per_chunk=1", "ppo.num_envs=8",
-        "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=16", "ppo.depth=1",
-        "eval.num_envs=4", "eval.max_steps=30", "output.progress=false", "output.checkpoint_minutes=0"]
+# The golden runs' tiny shapes (tests/golden.py), with the pictures a walk-through shows.
+TINY = golden.TINY + ["output.pictures=true"]
 
 
 def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
@@ -245,7 +244,7 @@ def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
         out = tmp_path / method
         cfg = load_run_config(None, TINY + ["env=toy", f"method={method}", "llm.backend=openai", "llm.model=fake"])
         report = EnvGenRun(cfg, out, llm_client=client).run()
-        assert report["env_steps"] == 2 * (128 + 128) + 256  # 4 PPO updates per seed in the toy's environments
+        assert report["env_steps"] == 2 * (256 + 256) + 512  # 12 PPO updates per seed in the toy's environments
         assert report["seeds"] == 2 and set(report["achievements"]) == {"collect_coin", "cross_room"}
         assert all(0.0 <= v <= 100.0 for v in report["achievements"].values())
         second = json.loads((out / "environments" / "cycle_2.json").read_text())["environments"]
