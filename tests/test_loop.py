@@ -21,16 +21,12 @@ from envgen_jax.loop import EnvGenRun, build_plan, random_config
 from envgen_jax.run_config import METHODS, load_run_config
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import crafter_score
+from tests import golden
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_DESIGN = ("ppo", "plr", "sfl")  # methods without a design step
-TINY = [
-    "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
-    "schedule.final_steps=512", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",
-    "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
-    "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
-    "output.progress=false",
-]
+# The golden runs' tiny shapes (tests/golden.py), with the pictures and TensorBoard files these tests look at.
+TINY = [s for s in golden.TINY if not s.startswith(("output.pictures=", "output.tensorboard="))]
 
 
 @pytest.fixture(scope="module")
