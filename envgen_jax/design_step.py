@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from envgen_jax.llm.reply import environment_entry
 from envgen_jax.methods.base import DesignContext, Method
 from envgen_jax.report import environment_learning
 from envgen_jax.run_view import RunView
@@ -92,9 +93,8 @@ class DesignStep:
         folder.mkdir(exist_ok=True)
         environments = []
         for d in record["designers"]:
-            targets = list(d.get("targets") or []) + [None] * len(d["configs"])  # none for some: no key
-            environments += [{"targets": t, "purpose": p, "config": c} if t else {"purpose": p, "config": c}
-                             for t, p, c in zip(targets, d["purposes"], d["configs"])]
+            targets = list(d.get("targets") or []) + [()] * len(d["configs"])  # none for some: no key
+            environments += [environment_entry(p, c, t) for t, p, c in zip(targets, d["purposes"], d["configs"])]
         (folder / f"cycle_{cycle + 1}.json").write_text(json.dumps({"environments": environments}, indent=2))
         if run.cfg.output.pictures:
             run.render(run.llm_configs(record)[: run.cfg.schedule.envs_per_call], folder / f"cycle_{cycle + 1}.png")

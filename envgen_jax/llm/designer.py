@@ -25,7 +25,7 @@ from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
 from envgen_jax.llm.prompts import (feedback_prompt, generation_prompt, next_prompt, output_schema, repair_prompt,
                                     written_prompt)
-from envgen_jax.llm.reply import parse_reply
+from envgen_jax.llm.reply import environment_entry, parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec
 from envgen_jax.llm.targeting import TargetMap
@@ -217,8 +217,7 @@ class Designer:
             analysis = analysis or parsed.analysis
         if per < n:  # the turn, answered by the whole design
             whole = {"analysis": analysis, "environments": [
-                {**({"targets": t} if t else {}), "purpose": p, "config": c.to_dict(only_changed=True)}
-                for t, p, c in zip(targets, purposes, configs)]}
+                environment_entry(p, c.to_dict(only_changed=True), t) for t, p, c in zip(targets, purposes, configs)]}
             conversation = [*self.messages, {"role": "user", "content": prompt},
                             {"role": "assistant", "content": json.dumps(whole)}]
         self.messages, self.configs, self.purposes, self.targets = conversation, configs, purposes, targets

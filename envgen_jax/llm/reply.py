@@ -37,6 +37,12 @@ class ParsedReply:
         return not self.problems
 
 
+def environment_entry(purpose: str, config: dict, targets=()) -> dict:
+    """One environment as the reply format holds it (a design sent back to the model, a run's
+    environments/cycle_<c>.json): "targets" only where the designer named some."""
+    return {**({"targets": list(targets)} if targets else {}), "purpose": purpose, "config": config}
+
+
 class _Duplicate(ValueError):
     pass
 
