@@ -89,3 +89,21 @@ def test_a_failed_llm_step_exits_2(tmp_path, capsys):
         _fails(["llm", "generate", "--base-url", s.base_url, "--model", "fake", "--max-repairs", "1",
                 "--out", out], capsys, 2, "after 2 replies (1 repair)", "no JSON object")
     assert not (tmp_path / "envs.json").exists()
+
+
+def test_generate_writes_the_targets_each_environment_names(tmp_path):
+    """The output file holds an environment as a run's environments/cycle_<c>.json does: targets, purpose, config."""
+    iron = {"environment_settings": {"target_biome": "mountain", "iron_rarity": "very common"},
+            "inventory_settings": {"stone_pickaxe": 1}}
+    zombies = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
+    reply = json.loads(design_json([iron, zombies], ["iron", "zombies"]))
+    for env, aims in zip(reply["environments"], [["collect_iron"], ["defeat_zombie"]]):
+        env["targets"] = aims
+    out = tmp_path / "envs.json"
+    with FakeOpenAIServer(lambda request: (200, completion_body(json.dumps(reply)), {})) as s:
+        assert run(["llm", "generate", "--num-envs", "2", "--base-url", s.base_url, "--model", "fake",
+                    "--out", str(out)]) == 0
+    written = json.loads(out.read_text())["environments"]
+    assert [list(e) for e in written] == [["targets", "purpose", "config"]] * 2
+    assert [e["targets"] for e in written] == [["collect_iron"], ["defeat_zombie"]]
+    assert written[0]["config"]["inventory_settings"]["stone_pickaxe"] == 1

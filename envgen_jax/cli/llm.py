@@ -129,6 +129,7 @@ def _previous(path: Path, spec) -> list:
 
 def cmd_generate(args) -> int:
     from envgen_jax.llm.designer import Designer
+    from envgen_jax.llm.reply import environment_entry
 
     spec = games.get(args.env).designer_spec()
     settings = _settings(args)
@@ -143,8 +144,10 @@ def cmd_generate(args) -> int:
             configs, purposes = designer.feedback(success, args.num_envs, previous=previous)
     backend = settings.resolved_backend()
     model = settings.local_model if backend == "local" else settings.model
+    targets = designer.targets or [()] * len(configs)  # what each environment says it trains (none: llm.targets off)
     out = {"env": spec.name, "backend": backend, "model": model,
-           "environments": [{"purpose": p, "config": c.to_dict()} for c, p in zip(configs, purposes)]}
+           "environments": [environment_entry(p, c.to_dict(), t)
+                            for c, p, t in zip(configs, purposes, targets)]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     for i, (c, p) in enumerate(zip(configs, purposes), 1):
