@@ -91,7 +91,7 @@ def test_a_failed_llm_step_exits_2(tmp_path, capsys):
     assert not (tmp_path / "envs.json").exists()
 
 
-def test_generate_writes_the_targets_each_environment_names(tmp_path):
+def test_generate_writes_the_targets_each_environment_names(tmp_path, capsys):
     """The output file holds an environment as a run's environments/cycle_<c>.json does: targets, purpose, config."""
     iron = {"environment_settings": {"target_biome": "mountain", "iron_rarity": "very common"},
             "inventory_settings": {"stone_pickaxe": 1}}
@@ -107,3 +107,18 @@ def test_generate_writes_the_targets_each_environment_names(tmp_path):
     assert [list(e) for e in written] == [["targets", "purpose", "config"]] * 2
     assert [e["targets"] for e in written] == [["collect_iron"], ["defeat_zombie"]]
     assert written[0]["config"]["inventory_settings"]["stone_pickaxe"] == 1
+    # Read back with --previous, the targets are shown to the designer as a run's second cycle shows them.
+    feedback = tmp_path / "success.json"
+    feedback.write_text(json.dumps({name: 20.0 for name in CRAFTER_ACHIEVEMENTS}))
+    with FakeOpenAIServer(lambda request: (200, completion_body(json.dumps(reply)), {})) as s:
+        assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
+                    "--base-url", s.base_url, "--model", "fake", "--out", str(tmp_path / "envs2.json")]) == 0
+        prompt = s.requests[0]["messages"][-1]["content"]
+    assert "It was meant to train collect_iron." in prompt and "It was meant to train defeat_zombie." in prompt
+    bad = json.loads(out.read_text())
+    bad["environments"][1]["targets"] = ["mine_iron"]
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    _fails(["llm", "generate", "--feedback", str(feedback), "--previous", str(tmp_path / "bad.json"), "--base-url",
+            "http://127.0.0.1:1/v1", "--model", "fake", "--out", str(tmp_path / "envs3.json")], capsys, 1,
+           "bad.json: environments[1].targets: expected a list of Crafter achievements (collect_coal, ",
+           "got ['mine_iron']")

@@ -50,7 +50,8 @@ def add_commands(commands) -> None:
     gen.add_argument("--feedback", type=Path, metavar="FILE.json",
                      help="success rates in %%: {achievement: [mean, std]} or {achievement: mean}")
     gen.add_argument("--previous", type=Path, metavar="ENVS.json",
-                     help="the configurations the agent trained in (an earlier --out file), for --feedback")
+                     help="the configurations the agent trained in, with the targets each names (an earlier "
+                          "--out file, or a run's environments/cycle_<c>.json), for --feedback")
     gen.add_argument("--out", type=Path, default=Path("envs.json"), help="output file (default envs.json)")
     gen.add_argument("--backend", choices=BACKENDS, default=None,
                      help="auto (default): openai if a base URL is set or --model names no offline model, else "
@@ -117,14 +118,22 @@ def _success(path: Path, spec) -> dict:
     return success
 
 
-def _previous(path: Path, spec) -> list:
+def _previous(path: Path, spec) -> tuple[list, list]:
+    """The --previous file's configurations, and the targets each names (shown to the designer as a run shows them)."""
     data = _read_json(path, "--previous")
     envs = data.get("environments") if isinstance(data, dict) else None
     if not isinstance(envs, list):
         raise ConfigError([f"{path}: expected an `llm generate` output with an \"environments\" list"],
                           what="--previous file")
-    return [spec.config_cls.from_dict(e.get("config") if isinstance(e, dict) else e,
-                                      where=f"{path}: environments[{i}].config") for i, e in enumerate(envs)]
+    configs = [spec.config_cls.from_dict(e.get("config") if isinstance(e, dict) else e,
+                                         where=f"{path}: environments[{i}].config") for i, e in enumerate(envs)]
+    targets = [e.get("targets", []) if isinstance(e, dict) else [] for e in envs]
+    bad = [f"{path}: environments[{i}].targets: expected a list of {spec.title} {spec.skills} "
+           f"({', '.join(spec.achievements)}), got {t!r}" for i, t in enumerate(targets)
+           if not (isinstance(t, list) and all(name in spec.achievements for name in t))]
+    if bad:
+        raise ConfigError(bad, what="--previous file")
+    return configs, targets
 
 
 def cmd_generate(args) -> int:
@@ -136,12 +145,13 @@ def cmd_generate(args) -> int:
     replaying = settings.resolved_backend() == "replay"
     transcript = None if replaying else (args.transcript or args.out.with_suffix(".transcript.jsonl"))
     success = _success(args.feedback, spec) if args.feedback else None
-    previous = _previous(args.previous, spec) if args.previous else None
+    previous, previous_targets = _previous(args.previous, spec) if args.previous else (None, None)
     with Designer(spec, settings, transcript) as designer:
         if success is None:
             configs, purposes = designer.generate(args.num_envs)
         else:
-            configs, purposes = designer.feedback(success, args.num_envs, previous=previous)
+            configs, purposes = designer.feedback(success, args.num_envs, previous=previous,
+                                                     previous_targets=previous_targets)
     backend = settings.resolved_backend()
     model = settings.local_model if backend == "local" else settings.model
     targets = designer.targets or [()] * len(configs)  # what each environment says it trains (none: llm.targets off)

@@ -76,16 +76,17 @@ class Designer:
 
     def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None,
                  notes: Sequence[str] | None = None,
-                 inside: Sequence[Mapping[str, float | None] | None] | None = None) -> Design:
+                 inside: Sequence[Mapping[str, float | None] | None] | None = None,
+                 previous_targets: Sequence[Sequence[str]] | None = None) -> Design:
         """Report per-achievement success (name -> (mean %, std %) or mean %) and ask for n new environments.
 
         `previous`: the configurations the agent trained in; defaults to the last accepted design (then shown with
-        its targets). `notes`: one line per previous configuration, shown after it (envgen_sfl: its measured
+        its targets; `previous_targets` gives the targets of a `previous` passed in). `notes`: one line per previous configuration, shown after it (envgen_sfl: its measured
         learnability). `inside`: per previous configuration, the agent's success (%) per achievement inside it, as
         the run measured it (shown with llm.history "summary"). With no conversation yet (e.g. a resumed run
         without state), the generation prompt is sent first in the same turn.
         """
-        targets = self.targets if previous is None else None
+        targets = self.targets if previous is None else previous_targets
         previous = list(self.configs if previous is None else previous)
         per = self.settings.envs_per_reply
         prompt = feedback_prompt(self.spec, success, previous, self._check_n(n), with_generation=not self.messages,
