@@ -57,6 +57,7 @@ def test_targets_are_the_weakest_unmastered_achievements_in_order():
     assert _targets(design) == ["collect_diamond", "make_stone_pickaxe", "collect_iron", "place_furnace"]
     assert design["purposes"][2].startswith("trains collect_iron (weak: 3%): iron very common")
     assert len(design["configs"]) == 4
+    assert design["targets"] == [[t] for t in _targets(design)]  # written to environments/cycle_<c>.json
 
 
 def test_mastered_achievements_are_skipped_and_the_rest_cycled():

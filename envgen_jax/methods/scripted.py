@@ -166,13 +166,15 @@ def purpose(config, target: str, mean: float | None, pulled: list[targeting.Leve
 
 # ----------------------------------------------------------------------------------------------- the method
 def design_one(config_cls, feedback: dict | None, n: int, mastered_at: float = MASTERED_AT) -> dict:
-    """One designer's {"configs": [...], "purposes": [...]} from its feedback (None in cycle 1)."""
-    configs, purposes = [], []
+    """One designer's {"configs", "purposes", "targets"} from its feedback (None in cycle 1); each environment's
+    targets are its one target, as an LLM designer's are written to environments/cycle_<c>.json."""
+    configs, purposes, aims = [], [], []
     for target, mean in targets(config_cls.ENV_NAME, feedback, n, mastered_at):
         config, pulled, _ = build(config_cls, target)
         configs.append(config.to_dict())
         purposes.append(purpose(config, target, mean, pulled, mastered_at))
-    return {"configs": configs, "purposes": purposes}
+        aims.append([target])
+    return {"configs": configs, "purposes": purposes, "targets": aims}
 
 
 class Scripted(Method):
