@@ -144,6 +144,23 @@ def test_a_checkpoint_from_before_the_new_loop_fields_still_resumes(envgen_run, 
     assert resumed["environment_learning"] == [] and resumed["llm_seconds"] == 0.0
 
 
+def test_scripted_runs_through_the_loop_on_its_own_feedback(tmp_path):
+    """method: scripted (no LLM): cycle 2 targets the weakest achievements of cycle 1's evaluation, one environment
+    each, and environments/cycle_2.json says which."""
+    from envgen_jax.methods import scripted
+    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", TINY + ["method=scripted"])
+    report = EnvGenRun(cfg, tmp_path).run()
+    assert report["llm_calls"] == 0 and not (tmp_path / "llm_transcript.jsonl").exists()
+    first_eval = report["cycle_evaluations"][0]
+    feedback = {name: (100 * (first_eval["success_mean"][name] or 0.0), 100 * (first_eval["success_std"][name] or 0.0))
+                for name in first_eval["success_mean"]}
+    second = json.loads((tmp_path / "environments" / "cycle_2.json").read_text())["environments"]
+    expected = scripted.targets("crafter", feedback, len(second), cfg.ued.mastered_at)
+    assert [e["targets"] for e in second] == [[target] for target, _ in expected]
+    first = json.loads((tmp_path / "environments" / "cycle_1.json").read_text())["environments"]
+    assert [e["targets"] for e in first] == [[t] for t in scripted.tech_tree_order("crafter")[:len(first)]]
+
+
 def test_plans_of_every_method():
     for method in METHODS:
         cfg = load_run_config(None, TINY + [f"method={method}"])
