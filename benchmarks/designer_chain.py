@@ -1,0 +1,204 @@
+r"""Does the designer keep writing new environments over a whole run? Four cycles in one conversation.
+
+    python benchmarks/designer_chain.py                               # the study's designer, 2 chains on Crafter
+    python benchmarks/designer_chain.py --seeds 0,1,2 --resume        # add a chain to an earlier file
+    python benchmarks/designer_chain.py --set llm.targets=false --set llm.needs=false --set llm.history=json \
+        --set llm.only_changes=false --set llm.envs_per_reply=null --out benchmarks/results/designer_chain_v1.json
+    python benchmarks/designer_chain.py --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
+
+`designer_quality.py` asks each profile once, on a conversation that holds one earlier design (a run's second
+cycle). A run goes on: in its third and fourth cycles the conversation holds two or three earlier designs, which a
+small model can copy. Here one designer per chain (the `llm:` section of --config, as a run builds it, with the
+chain's seed as `llm.seed`) writes cycle 1 (`generate`), then answers feedback that changes every cycle (CHAIN: one
+group of skills weak in turn, `designer_quality.PROFILES`), each time about its own previous design, as a run's
+designer does; no agent trains, so the feedback carries no per-environment success (`inside`).
+
+Per cycle after the first: the share of its environments equal to one of an earlier cycle (repeated), the distinct
+environments among its own (a within-cycle duplicate wastes a slot), whether the whole design equals an earlier
+cycle's, the share targeting that cycle's weak skills (`TargetMap.helps`), latency and tokens (repairs included).
+
+Results: benchmarks/results/designer_chain.{json,md} (--out); rewritten after every chain; --resume keeps the chains
+already there (same settings) and runs the missing seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.designer_quality import PROFILES, base_spec, success_rates  # noqa: E402
+from envgen_jax import games  # noqa: E402
+from envgen_jax.llm.designer import Designer  # noqa: E402
+from envgen_jax.llm.errors import DesignError, LLMError  # noqa: E402
+from envgen_jax.llm.settings import LLMSettings  # noqa: E402
+from envgen_jax.llm.transcript import read_transcript  # noqa: E402
+from envgen_jax.run_config import load_run_config  # noqa: E402
+from envgen_jax.schema import ConfigError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+CHAIN = {  # the weak group of cycles 2, 3, 4 (feedback that changes every cycle)
+    "crafter": ("weak_stone_tools", "weak_iron_diamond", "weak_combat"),
+    "heist": ("weak_keys", "weak_locks", "weak_gem"),
+}
+
+
+def run_chain(env: str, settings: LLMSettings, n: int, transcript: Path, client: Any = None) -> dict:
+    """One conversation of 1 + len(CHAIN[env]) cycles; per cycle the accepted design and its cost."""
+    spec = base_spec(env)
+    cycles, error, seen = [], None, 0
+    designer = Designer(spec, settings, transcript, client=client)
+    try:
+        for cycle, profile in enumerate((None, *CHAIN[env])):
+            start = time.monotonic()
+            if profile is None:
+                design = designer.generate(n)
+            else:
+                design = designer.feedback(success_rates(env, PROFILES[env][profile]), n)
+            exchanges = [r for r in read_transcript(transcript) if r["event"] == "exchange"]
+            mine, seen = exchanges[seen:], len(exchanges)  # this cycle's replies, repairs included
+            usage = [r.get("usage") or {} for r in mine]
+            cycles.append({"cycle": cycle + 1, "profile": profile, "wall_s": round(time.monotonic() - start, 3),
+                           "configs": [c.to_dict(only_changed=True) for c in design.configs],
+                           "targets": [list(t) for t in designer.targets],
+                           "replies": len(mine), "latency_s": round(sum(r["latency_s"] for r in mine), 3),
+                           "prompt_tokens": sum(u.get("prompt_tokens") or 0 for u in usage),
+                           "completion_tokens": sum(u.get("completion_tokens") or 0 for u in usage)})
+    except (DesignError, LLMError) as e:
+        error = f"{type(e).__name__}: {e}"[:2000]
+    finally:
+        designer.close()
+    return {"env": env, "seed": settings.seed, "ok": error is None, "error": error, "cycles": cycles}
+
+
+def score(chain: dict) -> list[dict]:
+    """Per cycle after the first: repeated, distinct, same design, targeting (see the module's docstring)."""
+    cls = base_spec(chain["env"]).config_cls
+    target_map = games.get(chain["env"]).targeting
+    designs = [[cls.from_dict(c) for c in cycle["configs"]] for cycle in chain["cycles"]]
+    out = []
+    for i, cycle in enumerate(chain["cycles"][1:], start=1):
+        configs, earlier = designs[i], [c for d in designs[:i] for c in d]
+        weak = PROFILES[chain["env"]][cycle["profile"]].weak
+        out.append({"cycle": cycle["cycle"], "profile": cycle["profile"],
+                    "repeated": sum(c in earlier for c in configs), "environments": len(configs),
+                    "distinct": len(set(configs)),
+                    "same_design": any(sorted(map(repr, configs)) == sorted(map(repr, d)) for d in designs[:i]),
+                    "targeting": sum(bool(target_map.helps(c, weak)) for c in configs),
+                    "latency_s": cycle["latency_s"], "replies": cycle["replies"]})
+    return out
+
+
+def summary(chains: list[dict]) -> list[dict]:
+    """Per cycle (2, 3, 4) over the chains: shares of repeated and targeting environments, distinct per cycle."""
+    rows = []
+    scored = [score(c) for c in chains if c["ok"]]
+    for i in range(max((len(s) for s in scored), default=0)):
+        at = [s[i] for s in scored if len(s) > i]
+        envs = sum(r["environments"] for r in at)
+        rows.append({"cycle": at[0]["cycle"], "chains": len(at), "environments": envs,
+                     "repeated": sum(r["repeated"] for r in at), "targeting": sum(r["targeting"] for r in at),
+                     "distinct_share": sum(r["distinct"] for r in at) / envs,
+                     "same_design": sum(r["same_design"] for r in at),
+                     "latency_s": statistics.fmean(r["latency_s"] for r in at)})
+    return rows
+
+
+def markdown(result: dict) -> str:
+    s = result["settings"]
+    where = " ".join([Path(s["config"]).name, *(f"--set {o}" for o in s.get("overrides", []))])
+    lines = [f"Designer over a 4-cycle conversation ({s['model']} as {where}; {s['env']}, {s['num_envs']} "
+             f"environments a cycle, "
+             f"chains with seeds {', '.join(str(c['seed']) for c in result['chains'])}; failed chains: "
+             f"{sum(not c['ok'] for c in result['chains'])})", "",
+             "| cycle | weak group | chains | repeats an earlier cycle | distinct within the cycle | whole design repeated "
+             "| targets the weak group | latency s/call |", "|---|---|---|---|---|---|---|---|"]
+    for row, profile in zip(result["summary"], CHAIN[s["env"]]):
+        envs = row["environments"]
+        lines.append(f"| {row['cycle']} | {profile} | {row['chains']} | {row['repeated'] / envs:.0%} "
+                     f"({row['repeated']}/{envs}) | {row['distinct_share']:.0%} | {row['same_design']} "
+                     f"| {row['targeting'] / envs:.0%} ({row['targeting']}/{envs}) | {row['latency_s']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", type=Path, default=ROOT / "configs" / "study_cpu.yaml",
+                    help="run configuration whose llm: section builds the designer (default configs/study_cpu.yaml)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                    help="override a setting of --config, repeatable, e.g. --set llm.envs_per_reply=null")
+    ap.add_argument("--env", default="crafter", choices=sorted(CHAIN), help="game (default crafter)")
+    ap.add_argument("--seeds", default="0,1", help="one chain per seed, comma list (default 0,1)")
+    ap.add_argument("--num-envs", type=int, default=4, help="environments per cycle (default 4, as the study)")
+    ap.add_argument("--base-url", help="an OpenAI-compatible endpoint instead of the config's (key: OPENAI_API_KEY)")
+    ap.add_argument("--model", help="the endpoint's model name (with --base-url)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "designer_chain.json", help="results JSON (.md beside it)")
+    ap.add_argument("--resume", action="store_true", help="keep the chains already in --out, run the missing seeds")
+    args = ap.parse_args(argv)
+    if bool(args.base_url) != bool(args.model):
+        ap.error("--base-url and --model go together")
+    try:
+        args.seeds = [int(s) for s in args.seeds.split(",") if s]
+    except ValueError:
+        ap.error(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
+    if args.num_envs < 1:
+        ap.error(f"--num-envs: expected a positive integer, got {args.num_envs}")
+    return args
+
+
+def main(argv=None, client: Any = None) -> dict:
+    """Run the chains; `client` (tests): an injected chat client used for --base-url's model."""
+    args = parse_args(argv)
+    try:
+        llm = load_run_config(args.config, args.overrides).llm
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}") from None
+    if args.base_url:
+        llm = dataclasses.replace(llm, backend="openai", base_url=args.base_url, model=args.model)
+    model = llm.local_model if llm.resolved_backend() == "local" else llm.model
+    settings = {"config": str(args.config), "overrides": args.overrides, "env": args.env, "num_envs": args.num_envs, "model": model,
+                "llm": llm.to_dict() if hasattr(llm, "to_dict") else dataclasses.asdict(llm)}
+    chains = []
+    if args.resume and args.out.exists():
+        old = json.loads(args.out.read_text())
+        if old["settings"] != settings:
+            raise SystemExit(f"--resume: {args.out} was made with other settings; use another --out")
+        chains = [c for c in old["chains"] if c["ok"] or not (c["error"] or "").startswith("LLMError")]
+    from benchmarks.common import environment
+    env_info = environment()
+
+    def write() -> dict:
+        result = {"benchmark": "designer_chain", "environment": env_info, "settings": settings, "chain": CHAIN,
+                  "chains": sorted(chains, key=lambda c: c["seed"]), "summary": summary(chains)}
+        result["scores"] = {c["seed"]: score(c) for c in result["chains"] if c["ok"]}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1))
+        args.out.with_suffix(".md").write_text(markdown(result))
+        return result
+
+    result = write()
+    with tempfile.TemporaryDirectory(prefix="designer-chain-") as tmp:
+        for seed in args.seeds:
+            if any(c["seed"] == seed for c in chains):
+                continue
+            chain = run_chain(args.env, dataclasses.replace(llm, seed=seed), args.num_envs,
+                              Path(tmp) / f"chain_{seed}.jsonl", client)
+            print(f"chain seed {seed}: {'ok' if chain['ok'] else chain['error']}, "
+                  f"{sum(c['latency_s'] for c in chain['cycles']):.0f} s of LLM time", flush=True)
+            chains.append(chain)
+            result = write()
+    print(markdown(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

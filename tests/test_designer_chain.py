@@ -1,0 +1,57 @@
+"""benchmarks/designer_chain.py over a scripted client (no LLM): one conversation of 4 cycles, the repeats across
+cycles and inside a cycle counted as worked out by hand, and --resume runs only the missing chains."""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import designer_chain as chain  # noqa: E402
+from envgen_jax import games  # noqa: E402
+from envgen_jax.envs.crafter.config import CrafterConfig  # noqa: E402
+from envgen_jax.llm.testing import ScriptedClient, design_json, varied_configs  # noqa: E402
+
+A = varied_configs(CrafterConfig, 4)
+B = varied_configs(CrafterConfig, 4, offset=9)
+ZOMBIES = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
+# cycle 1: A; cycle 2: B (new); cycle 3: B again (every environment repeated, the whole design too); cycle 4: one of
+# A, the zombie environment twice (a duplicate inside the cycle) and one of B.
+SCRIPT = [design_json(A), design_json(B), design_json(B), design_json([A[2], ZOMBIES, ZOMBIES, B[0]])]
+
+
+def _config(tmp_path):
+    path = tmp_path / "run.yaml"  # one reply per cycle, taken as it comes: exactly the script above
+    path.write_text("env: crafter\nllm:\n  temperature: 0.7\n  targets: false\n  advice: none\n  max_repairs: 0\n")
+    return path
+
+
+def test_a_chain_counts_repeats_across_and_inside_cycles(tmp_path):
+    out = tmp_path / "chain.json"
+    args = ["--config", str(_config(tmp_path)), "--base-url", "http://scripted.invalid/v1", "--model", "fake",
+            "--seeds", "3", "--out", str(out)]
+    client = ScriptedClient(list(SCRIPT))
+    result = chain.main(args, client=client)
+    assert len(client.calls) == 4
+    [record] = result["chains"]
+    assert record["ok"] and record["seed"] == 3 and [c["profile"] for c in record["cycles"]] == \
+        [None, "weak_stone_tools", "weak_iron_diamond", "weak_combat"]
+    assert all(c["replies"] == 1 for c in record["cycles"])
+    # the later cycles' feedback is about the designer's own previous design, in one conversation
+    assert [len(call["messages"]) for call in client.calls] == [1, 3, 5, 7]
+    rows = chain.score(record)
+    assert [(r["repeated"], r["distinct"], r["same_design"]) for r in rows] == [(0, 4, False), (4, 4, True),
+                                                                                 (2, 3, False)]
+    helps = games.get("crafter").targeting.helps
+    weak = chain.PROFILES["crafter"]["weak_combat"].weak
+    assert rows[2]["targeting"] == sum(bool(helps(CrafterConfig.from_dict(c), weak))
+                                       for c in [A[2], ZOMBIES, ZOMBIES, B[0]]) >= 2  # the zombie pair serves it
+    assert [(s["repeated"], s["environments"]) for s in result["summary"]] == [(0, 4), (4, 4), (2, 4)]
+    md = out.with_suffix(".md").read_text()
+    assert "| 3 | weak_iron_diamond | 1 | 100% (4/4) | 100% | 1 |" in md
+    assert json.loads(out.read_text())["chains"][0]["cycles"][3]["configs"][1] == ZOMBIES
+    # --resume: the finished chain is kept, only the new seed asks
+    client2 = ScriptedClient(list(SCRIPT))
+    chain.main([*args[:-4], "--seeds", "3,4", "--out", str(out), "--resume"], client=client2)
+    assert len(client2.calls) == 4 and [c["seed"] for c in json.loads(out.read_text())["chains"]] == [3, 4]
