@@ -30,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -92,16 +93,15 @@ def score(chain: dict) -> list[dict]:
         out.append({"cycle": cycle["cycle"], "profile": cycle["profile"],
                     "repeated": sum(c in earlier for c in configs), "environments": len(configs),
                     "distinct": len(set(configs)),
-                    "same_design": any(sorted(map(repr, configs)) == sorted(map(repr, d)) for d in designs[:i]),
+                    "same_design": any(Counter(configs) == Counter(d) for d in designs[:i]),
                     "targeting": sum(bool(target_map.helps(c, weak)) for c in configs),
                     "latency_s": cycle["latency_s"], "replies": cycle["replies"]})
     return out
 
 
-def summary(chains: list[dict]) -> list[dict]:
-    """Per cycle (2, 3, 4) over the chains: shares of repeated and targeting environments, distinct per cycle."""
+def summary(scored: list[list[dict]]) -> list[dict]:
+    """Per cycle (2, 3, 4) over the chains' `score`s: repeated and targeting environments, distinct per cycle."""
     rows = []
-    scored = [score(c) for c in chains if c["ok"]]
     for i in range(max((len(s) for s in scored), default=0)):
         at = [s[i] for s in scored if len(s) > i]
         envs = sum(r["environments"] for r in at)
@@ -120,8 +120,8 @@ def markdown(result: dict) -> str:
              f"environments a cycle, "
              f"chains with seeds {', '.join(str(c['seed']) for c in result['chains'])}; failed chains: "
              f"{sum(not c['ok'] for c in result['chains'])})", "",
-             "| cycle | weak group | chains | repeats an earlier cycle | distinct within the cycle | whole design repeated "
-             "| targets the weak group | latency s/call |", "|---|---|---|---|---|---|---|---|"]
+             "| cycle | weak group | chains | repeats an earlier cycle | distinct within the cycle "
+             "| whole design repeated | targets the weak group | latency s/call |", "|---|---|---|---|---|---|---|---|"]
     for row, profile in zip(result["summary"], CHAIN[s["env"]]):
         envs = row["environments"]
         lines.append(f"| {row['cycle']} | {profile} | {row['chains']} | {row['repeated'] / envs:.0%} "
@@ -165,8 +165,8 @@ def main(argv=None, client: Any = None) -> dict:
     if args.base_url:
         llm = dataclasses.replace(llm, backend="openai", base_url=args.base_url, model=args.model)
     model = llm.local_model if llm.resolved_backend() == "local" else llm.model
-    settings = {"config": str(args.config), "overrides": args.overrides, "env": args.env, "num_envs": args.num_envs, "model": model,
-                "llm": llm.to_dict() if hasattr(llm, "to_dict") else dataclasses.asdict(llm)}
+    settings = {"config": str(args.config), "overrides": args.overrides, "env": args.env, "num_envs": args.num_envs,
+                "model": model, "llm": llm.to_dict()}
     chains = []
     if args.resume and args.out.exists():
         old = json.loads(args.out.read_text())
@@ -177,9 +177,10 @@ def main(argv=None, client: Any = None) -> dict:
     env_info = environment()
 
     def write() -> dict:
+        done = sorted(chains, key=lambda c: c["seed"])
+        scores = {c["seed"]: score(c) for c in done if c["ok"]}
         result = {"benchmark": "designer_chain", "environment": env_info, "settings": settings, "chain": CHAIN,
-                  "chains": sorted(chains, key=lambda c: c["seed"]), "summary": summary(chains)}
-        result["scores"] = {c["seed"]: score(c) for c in result["chains"] if c["ok"]}
+                  "chains": done, "summary": summary(list(scores.values())), "scores": scores}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1))
         args.out.with_suffix(".md").write_text(markdown(result))

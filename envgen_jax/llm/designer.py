@@ -81,10 +81,11 @@ class Designer:
         """Report per-achievement success (name -> (mean %, std %) or mean %) and ask for n new environments.
 
         `previous`: the configurations the agent trained in; defaults to the last accepted design (then shown with
-        its targets; `previous_targets` gives the targets of a `previous` passed in). `notes`: one line per previous configuration, shown after it (envgen_sfl: its measured
-        learnability). `inside`: per previous configuration, the agent's success (%) per achievement inside it, as
-        the run measured it (shown with llm.history "summary"). With no conversation yet (e.g. a resumed run
-        without state), the generation prompt is sent first in the same turn.
+        its targets; `previous_targets` gives the targets of a `previous` passed in). `notes`: one line per previous
+        configuration, shown after it (envgen_sfl: its measured learnability). `inside`: per previous configuration,
+        the agent's success (%) per achievement inside it, as the run measured it (shown with llm.history
+        "summary"). With no conversation yet (e.g. a resumed run without state), the generation prompt is sent first
+        in the same turn.
         """
         targets = self.targets if previous is None else previous_targets
         previous = list(self.configs if previous is None else previous)
