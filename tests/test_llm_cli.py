@@ -96,11 +96,9 @@ def test_generate_writes_the_targets_each_environment_names(tmp_path, capsys):
     iron = {"environment_settings": {"target_biome": "mountain", "iron_rarity": "very common"},
             "inventory_settings": {"stone_pickaxe": 1}}
     zombies = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
-    reply = json.loads(design_json([iron, zombies], ["iron", "zombies"]))
-    for env, aims in zip(reply["environments"], [["collect_iron"], ["defeat_zombie"]]):
-        env["targets"] = aims
+    reply = design_json([iron, zombies], ["iron", "zombies"], targets=[["collect_iron"], ["defeat_zombie"]])
     out = tmp_path / "envs.json"
-    with FakeOpenAIServer(lambda request: (200, completion_body(json.dumps(reply)), {})) as s:
+    with FakeOpenAIServer(lambda request: (200, completion_body(reply), {})) as s:
         assert run(["llm", "generate", "--num-envs", "2", "--base-url", s.base_url, "--model", "fake",
                     "--out", str(out)]) == 0
     written = json.loads(out.read_text())["environments"]
@@ -110,7 +108,7 @@ def test_generate_writes_the_targets_each_environment_names(tmp_path, capsys):
     # Read back with --previous, the targets are shown to the designer as a run's second cycle shows them.
     feedback = tmp_path / "success.json"
     feedback.write_text(json.dumps({name: 20.0 for name in CRAFTER_ACHIEVEMENTS}))
-    with FakeOpenAIServer(lambda request: (200, completion_body(json.dumps(reply)), {})) as s:
+    with FakeOpenAIServer(lambda request: (200, completion_body(reply), {})) as s:
         assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
                     "--base-url", s.base_url, "--model", "fake", "--out", str(tmp_path / "envs2.json")]) == 0
         prompt = s.requests[0]["messages"][-1]["content"]

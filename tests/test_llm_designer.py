@@ -360,23 +360,16 @@ def test_request_timeout_defaults_to_the_backend(monkeypatch):
         LLMSettings(timeout_s=0)
 
 
-def _with_targets(configs, targets, purposes=None):
-    reply = json.loads(design_json(configs, purposes))
-    for env, aims in zip(reply["environments"], targets):
-        env["targets"] = aims
-    return json.dumps(reply)
-
-
 def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
     """llm.targets: each environment names 1-3 achievements (schema enum) before its config; unknown names are
     repaired like any invalid value; targets the config gives nothing for go back once, naming settings that help."""
     iron = {"environment_settings": {"target_biome": "mountain", "iron_rarity": "very common"},
             "inventory_settings": {"stone_pickaxe": 1}}
-    unserved = _with_targets([iron, {"creature_settings": {"cows": "very common"}}],
-                             [["collect_iron"], ["defeat_zombie"]])
-    unknown = _with_targets([iron, iron], [["mine_iron"], []])
-    good = _with_targets([iron, {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}],
-                         [["collect_iron"], ["defeat_zombie"]])
+    unserved = design_json([iron, {"creature_settings": {"cows": "very common"}}],
+                           targets=[["collect_iron"], ["defeat_zombie"]])
+    unknown = design_json([iron, iron], targets=[["mine_iron"], []])
+    zombies = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
+    good = design_json([iron, zombies], targets=[["collect_iron"], ["defeat_zombie"]])
     designer, client, _ = make(tmp_path, [unknown, unserved, good])
     configs, _ = designer.generate(2)
     item = client.calls[0]["response_format"]["json_schema"]["schema"]["properties"]["environments"]["items"]
@@ -390,8 +383,8 @@ def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
     assert "zombies" in second_repair and "wood_sword" in second_repair and "collect_iron" not in second_repair
     assert designer.targets == [["collect_iron"], ["defeat_zombie"]] and configs[1].wood_sword == 1
     # The next feedback turn shows what each earlier environment was meant to train.
-    designer2, client2, _ = make(tmp_path / "b", [good, _with_targets(varied_configs(CrafterConfig, 2, offset=3),
-                                                                      [["collect_wood"], ["collect_stone"]])])
+    designer2, client2, _ = make(tmp_path / "b", [good, design_json(varied_configs(CrafterConfig, 2, offset=3),
+                                                                     targets=[["collect_wood"], ["collect_stone"]])])
     designer2.generate(2)
     designer2.feedback(SUCCESS, 2, inside=[{"collect_iron": 30.0}, None])
     turn = client2.calls[1]["messages"][-1]["content"]

@@ -53,9 +53,14 @@ def asked_count(kwargs: dict, fallback: int = 4) -> int:
     return schema.get("properties", {}).get("environments", {}).get("minItems", fallback)
 
 
-def design_json(configs: list[dict], purposes: list[str] | None = None) -> str:
+def design_json(configs: list[dict], purposes: list[str] | None = None, targets: list | None = None) -> str:
+    """A reply holding these environments; `targets`: per environment, the value of its "targets" key (any value,
+    so that tests can send bad ones too)."""
     purposes = purposes or [f"Environment {i + 1}." for i in range(len(configs))]
-    return json.dumps({"environments": [{"purpose": p, "config": c} for p, c in zip(purposes, configs)]})
+    envs = [{"purpose": p, "config": c} for p, c in zip(purposes, configs)]
+    for env, aims in zip(envs, targets or []):
+        env["targets"] = aims
+    return json.dumps({"environments": envs})
 
 
 def varied_configs(config_cls, n: int, offset: int = 0) -> list[dict]:
