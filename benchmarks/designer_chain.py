@@ -4,14 +4,16 @@ r"""Does the designer keep writing new environments over a whole run? Four cycle
     python benchmarks/designer_chain.py --seeds 0,1,2 --resume        # add a chain to an earlier file
     python benchmarks/designer_chain.py --set llm.targets=false --set llm.needs=false --set llm.history=json \
         --set llm.only_changes=false --set llm.envs_per_reply=null --out benchmarks/results/designer_chain_v1.json
+    python benchmarks/designer_chain.py --set llm.conversation=fresh --out benchmarks/results/designer_chain_fresh.json
     python benchmarks/designer_chain.py --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
 
 `designer_quality.py` asks each profile once, on a conversation that holds one earlier design (a run's second
 cycle). A run goes on: in its third and fourth cycles the conversation holds two or three earlier designs, which a
-small model can copy. Here one designer per chain (the `llm:` section of --config, as a run builds it, with the
-chain's seed as `llm.seed`) writes cycle 1 (`generate`), then answers feedback that changes every cycle (CHAIN: one
-group of skills weak in turn, `designer_quality.PROFILES`), each time about its own previous design, as a run's
-designer does; no agent trains, so the feedback carries no per-environment success (`inside`).
+small model can copy (`llm.conversation: fresh` keeps them out of it). Here one designer per chain (the `llm:`
+section of --config, as a run builds it, with the chain's seed as `llm.seed`) writes cycle 1 (`generate`), then
+answers feedback that changes every cycle (CHAIN: one group of skills weak in turn, `designer_quality.PROFILES`),
+each time about its own previous design, as a run's designer does; no agent trains, so the feedback carries no
+per-environment success (`inside`).
 
 Per cycle after the first: the share of its environments equal to one of an earlier cycle (repeated), the distinct
 environments among its own (a within-cycle duplicate wastes a slot), whether the whole design equals an earlier

@@ -419,6 +419,39 @@ def test_every_request_has_its_own_seed_and_repeats_of_any_earlier_design_go_bac
     assert Designer.from_state(old, settings, env=CRAFTER).history == [designer.configs]
 
 
+def test_a_fresh_conversation_shows_earlier_designs_only_in_words(tmp_path):
+    """llm.conversation "fresh": each feedback call is a new conversation (the generation prompt, then the
+    feedback) holding no earlier reply to copy; every earlier design is listed once, in words, marked as tried."""
+    settings = LLMSettings(**{**SETTINGS.to_dict(), "conversation": "fresh"})
+    one, two, three = (varied_configs(CrafterConfig, 2, offset=k) for k in (0, 2, 4))
+    designer, client, _ = make(tmp_path, [design_json(c) for c in (one, two, one, three)], settings=settings)
+    designer.generate(2)
+    designer.feedback(SUCCESS, 2)
+    second = client.calls[1]["messages"]
+    assert [m["role"] for m in second] == ["user"]
+    assert "You control the following settings" in second[0]["content"] and "collect_diamond: 1% +/- 1%" in \
+        second[0]["content"]
+    assert json.dumps(one[0]) not in second[0]["content"]  # the first design in words only, never as its JSON
+    assert "Environment 1 (tried): " in second[0]["content"] and "before those" not in second[0]["content"]
+    designer.feedback(SUCCESS, 2)  # its first reply repeats the first cycle's design: sent back as before
+    third = client.calls[2]["messages"]
+    assert [m["role"] for m in third] == ["user"]
+    earlier = third[0]["content"].split("Environments it trained in before those (tried, do not repeat them):\n")[1]
+    words = [", ".join(f"{k} = {json.dumps(v) if isinstance(v, bool) else v}" for sec in c.values()
+                       for k, v in sec.items()) for c in one]
+    assert earlier.startswith(f"- {words[0]}\n- {words[1]}\n")
+    assert "repeats environment 1 of your design number 1" in client.calls[3]["messages"][-1]["content"]
+    assert [m["role"] for m in client.calls[3]["messages"]] == ["user", "assistant", "user"]
+    # The state keeps the last turn only; a resumed designer goes on alike.
+    assert [m["role"] for m in designer.messages] == ["user", "assistant"] and len(designer.history) == 3
+    restored = Designer.from_state(designer.state_dict(), settings, env=CRAFTER,
+                                   client=ScriptedClient([design_json(varied_configs(CrafterConfig, 2, offset=6))]))
+    restored.feedback(SUCCESS, 2)
+    assert len(restored.history) == 4 and restored.history[:3] == designer.history
+    with pytest.raises(Exception, match="llm.conversation"):
+        LLMSettings(conversation="forgetful")
+
+
 def test_one_environment_per_reply_in_consecutive_turns(tmp_path):
     """llm.envs_per_reply: the design is asked in turns of the same conversation; a repeat of an environment
     written earlier in the design goes back; the designer changes only once the whole design is accepted."""

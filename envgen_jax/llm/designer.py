@@ -90,9 +90,11 @@ class Designer:
         targets = self.targets if previous is None else previous_targets
         previous = list(self.configs if previous is None else previous)
         per = self.settings.envs_per_reply
-        prompt = feedback_prompt(self.spec, success, previous, self._check_n(n), with_generation=not self.messages,
-                                 notes=notes, settings=self.settings, targets=targets, inside=inside, per_reply=per)
-        return self._design(prompt, n, "feedback", per)
+        fresh = self.settings.conversation == "fresh"  # a new conversation: the earlier designs only in words
+        prompt = feedback_prompt(self.spec, success, previous, self._check_n(n),
+                                 with_generation=fresh or not self.messages, notes=notes, settings=self.settings,
+                                 targets=targets, inside=inside, per_reply=per, earlier=self.history if fresh else ())
+        return self._design(prompt, n, "feedback", per, base=[] if fresh else None)
 
     def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:
         """Send any user turn (e.g. a curriculum's prompt) and get n validated environments, with the same
@@ -197,9 +199,11 @@ class Designer:
             return Sampling(s.temperature, seed)
         return Sampling(s.repair_temperature, seed)
 
-    def _design(self, prompt: str, n: int, kind: str, per_reply: int | None = None) -> Design:
+    def _design(self, prompt: str, n: int, kind: str, per_reply: int | None = None,
+                base: list[dict] | None = None) -> Design:
         """n validated environments, asked `per_reply` at a time (all at once by default); the conversation and the
-        designer's state change only once all n are accepted.
+        designer's state change only once all n are accepted. `base`: the conversation the turn continues (None:
+        the designer's; [] starts a new one, llm.conversation "fresh").
 
         A few per reply (llm.envs_per_reply): each reply is asked on its own branch from the conversation so far,
         the turn's prompt followed by the environments already written, in words, and which to write now; the
@@ -207,12 +211,13 @@ class Designer:
         the configuration of its own previous reply when the replies followed each other in the conversation."""
         per = min(per_reply or n, n)
         configs, purposes, targets, analysis = [], [], [], ""
-        conversation = self.messages
+        base = self.messages if base is None else base
+        conversation = base
         for part, first in enumerate(range(0, n, per)):
             count = min(per, n - first)
             text = prompt if first == 0 else "\n\n".join(
                 [prompt, written_prompt(configs, targets), next_prompt(first + 1, first + count, n)])
-            parsed, conversation = self._reply(self.messages, text, count, kind, self.requests + part, configs)
+            parsed, conversation = self._reply(base, text, count, kind, self.requests + part, configs)
             configs += parsed.configs
             purposes += parsed.purposes
             targets += [list(t) for t in parsed.targets]
@@ -220,7 +225,7 @@ class Designer:
         if per < n:  # the turn, answered by the whole design
             whole = {"analysis": analysis, "environments": [
                 environment_entry(p, c.to_dict(only_changed=True), t) for t, p, c in zip(targets, purposes, configs)]}
-            conversation = [*self.messages, {"role": "user", "content": prompt},
+            conversation = [*base, {"role": "user", "content": prompt},
                             {"role": "assistant", "content": json.dumps(whole)}]
         self.messages, self.configs, self.purposes, self.targets = conversation, configs, purposes, targets
         self.history.append(list(configs))

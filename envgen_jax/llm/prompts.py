@@ -208,17 +208,33 @@ def summarise_configs(configs: Sequence[Any], targets: Sequence[Sequence[str]] |
     return _with_notes(lines, notes)
 
 
+def format_earlier(designs: Sequence[Sequence[Any]], previous: Sequence[Any], history: str = "summary") -> str:
+    """The environments of designs before the previous one, each once and none of `previous`, oldest first, for a
+    conversation that does not hold them (llm.conversation "fresh"); "" when there are none."""
+    tried = []
+    for design in designs:
+        tried += [c for c in design if c not in previous and c not in tried]
+    if not tried:
+        return ""
+    shown = [_in_words(c) if history == "summary" else json.dumps(c.to_dict(only_changed=True)) for c in tried]
+    return "\n".join(["Environments it trained in before those (tried, do not repeat them):",
+                      *(f"- {line}" for line in shown)])
+
+
 def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n: int,
                     with_generation: bool = False, notes: Sequence[str] | None = None,
                     settings: LLMSettings | None = None, targets: Sequence[Sequence[str]] | None = None,
                     inside: Sequence[Mapping[str, float | None] | None] | None = None,
-                    per_reply: int | None = None) -> str:
+                    per_reply: int | None = None, earlier: Sequence[Sequence[Any]] = ()) -> str:
     """The feedback turn. `with_generation` prepends the generation prompt, for a conversation that starts here;
     `notes` annotate the previous configurations (envgen_sfl's learnability); with `llm.history: summary` they are
-    described in words with their `targets` and the agent's success `inside` each (`summarise_configs`)."""
+    described in words with their `targets` and the agent's success `inside` each (`summarise_configs`).
+    `earlier`: designs before the previous one, listed after it (`format_earlier`), for a fresh conversation."""
     settings = settings or LLMSettings()
     shown = (summarise_configs(previous, targets, inside, notes) if settings.history == "summary"
              else format_configs(previous, notes))
+    before = format_earlier(earlier, previous, settings.history)
+    shown = f"{shown}\n{before}" if before else shown
     text = render(spec.read_template("feedback"), str(spec.template_path("feedback")), REQUIRED_FIELDS["feedback"],
                   title=spec.title, num_envs=n, success=format_success(spec, success, order="weakest"),
                   previous_configs=shown, output_format=output_format(spec, n, settings, per_reply)).strip()

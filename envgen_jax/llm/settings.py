@@ -15,6 +15,7 @@ Backend = Literal["auto", "openai", "local", "replay"]
 OutputMode = Literal["auto", "json_schema", "json_object", "text"]
 Advice = Literal["all", "duplicates", "none"]
 History = Literal["summary", "json"]
+Conversation = Literal["continued", "fresh"]
 BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
@@ -61,6 +62,11 @@ class LLMSettings:
     # history: the earlier environments in the feedback turn, "summary" (their settings in words, what they trained
     # and what the agent unlocked inside each, marked as tried) or "json" (the configurations, as the paper did).
     history: History = "summary"
+    # conversation: "continued" keeps every cycle's prompt and accepted reply in one conversation (the paper's);
+    # "fresh" asks each feedback call in a new one, the generation prompt then the feedback, with the earlier
+    # designs shown only as `history` describes them: the model has no earlier reply to paste back (in the second
+    # study's envgen run every environment of cycles 3 and 4 repeated an earlier cycle's; README "The designer").
+    conversation: Conversation = "continued"
     # only_changes: the reply's schema offers each setting's values except its default (a setting written is a
     # setting changed; the validator still accepts defaults from unconstrained endpoints).
     only_changes: bool = True
