@@ -349,11 +349,15 @@ def method_summary(run_dir: Path, report: dict | None, reference: dict | None, e
 
 def adaptation_summary(entries: list[dict] | None) -> dict | None:
     """A method's report.json "adaptation" in brief: per cycle after the first, the share of the feedback's weakest
-    quarter some environment targets and the share of environments repeated from earlier cycles; and their means."""
+    quarter some environment targets, the share of environments repeated from earlier cycles and the changed
+    settings the design has that the previous one had not (new) and the reverse (dropped), summed over designers;
+    and the shares' means."""
     if not entries:
         return None
     return {"per_cycle": [{"cycle": e["cycle"], "targeted_share": e["targeted_share"],
                            "repeated_share": e["repeated_share"],
+                           "new_settings": sum(d["new_settings"] for d in e["designers"]),
+                           "dropped_settings": sum(d["dropped_settings"] for d in e["designers"]),
                            "same_design": all(d["same_design"] for d in e["designers"])} for e in entries],
             "targeted_share": float(np.mean([e["targeted_share"] for e in entries])),
             "repeated_share": float(np.mean([e["repeated_share"] for e in entries]))}
@@ -548,13 +552,17 @@ def markdown(study: dict, plots: list[str]) -> str:
         if adapted:
             lines += ["", "## How each method's designs answered the feedback", "",
                       "Per cycle after the first (report.json \"adaptation\"): the share of the weakest quarter of the "
-                      "achievements in the feedback that some new environment targets (llm/targeting.py's map), and the "
-                      "share of environments repeated from an earlier cycle.", "",
-                      "| method | weakest targeted (mean) | repeated envs (mean) | per cycle: targeted / repeated |",
-                      "|---|---|---|---|"]
+                      "achievements in the feedback that some new environment targets (llm/targeting.py's map), the "
+                      "share of environments repeated from an earlier cycle, and the changed settings (setting, value) "
+                      "the design has that the previous cycle's had not, and the reverse (new / dropped, over all "
+                      "designers).", "",
+                      "| method | weakest targeted (mean) | repeated envs (mean) | per cycle: targeted / repeated "
+                      "(settings new / dropped) |", "|---|---|---|---|"]
             lines += [f"| {m} | {100 * a['targeted_share']:.0f}% | {100 * a['repeated_share']:.0f}% | "
                       + ", ".join(f"c{c['cycle'] + 1}: {100 * c['targeted_share']:.0f}% / "
-                                  f"{100 * c['repeated_share']:.0f}%" + (" (same design)" if c["same_design"] else "")
+                                  f"{100 * c['repeated_share']:.0f}%"
+                                  + f" ({c['new_settings']} / {c['dropped_settings']})"
+                                  + (" (same design)" if c["same_design"] else "")
                                   for c in a["per_cycle"]) + " |" for m, a in adapted.items()]
         learned = {m: r["environment_learning"] for m, r in done.items() if r["environment_learning"]}
         if learned:

@@ -73,3 +73,8 @@ def test_adaptation_names_the_weakest_skills_each_design_serves_and_its_repeats(
     assert row["targeted_weakest"] == ["collect_iron", "make_iron_pickaxe", "make_iron_sword"]
     assert entry["targeted_share"] == 0.5 and row["repeated_environments"] == 1 and entry["repeated_share"] == 0.5
     assert (row["new_settings"], row["dropped_settings"], row["same_design"]) == (2, 1, False)
+    # The study's brief of it (study.md's "How each method's designs answered the feedback") keeps what changed.
+    from envgen_jax.study import adaptation_summary
+    (brief,) = adaptation_summary([entry])["per_cycle"]
+    assert brief == {"cycle": 1, "targeted_share": 0.5, "repeated_share": 0.5, "new_settings": 2,
+                     "dropped_settings": 1, "same_design": False}
