@@ -307,6 +307,25 @@ def test_ask_sends_a_custom_turn_with_the_same_machinery(tmp_path):
         designer.ask("  ", 4)
 
 
+def test_curricula_ask_as_many_per_reply_as_the_settings_say(tmp_path):
+    """llm.envs_per_reply holds for the curricula too (Designer.ask): one environment per reply, each on its own
+    branch, the prompt saying so (before, easy_to_hard and adversarial asked all at once whatever the setting)."""
+    from envgen_jax.llm.testing import asked_count
+    from envgen_jax.methods import adversarial, easy_to_hard
+
+    settings = LLMSettings(**{**SETTINGS.to_dict(), "envs_per_reply": 1, "targets": False})
+    replies = [design_json([c]) for c in varied_configs(CrafterConfig, 6, offset=3)]
+    designer, client, _ = make(tmp_path, replies, settings=settings)
+    assert len(easy_to_hard.request(designer, 0, 4, 3).configs) == 3
+    assert len(adversarial.request(designer, 3, SUCCESS).configs) == 3
+    assert [asked_count(c) for c in client.calls] == [1] * 6
+    first, second = (c["messages"][-1]["content"] for c in client.calls[:2])
+    assert "this reply holds environment 1 only" in first and "stage 1 of 4" in first
+    assert "Now write environment 2 of the 3" in second
+    assert "as hard as possible" in client.calls[3]["messages"][-1]["content"]
+    assert [e["kind"] for e in events(tmp_path) if e["event"] == "design"] == ["easy_to_hard"] * 3 + ["adversarial"] * 3
+
+
 def test_repeated_or_unchanged_environments_go_back_once_and_never_fail_the_step(tmp_path):
     twice = varied_configs(CrafterConfig, 1)
     wasteful = design_json([twice[0], twice[0], {}])

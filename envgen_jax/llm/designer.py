@@ -98,11 +98,12 @@ class Designer:
 
     def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:
         """Send any user turn (e.g. a curriculum's prompt) and get n validated environments, with the same
-        structured output, validation, repairs, transcript and replay as `generate`. `kind` labels the transcript.
-        The prompt must itself describe the output format (see `prompts.output_format`)."""
+        structured output, validation, repairs, transcript and replay as `generate`, llm.envs_per_reply at a time.
+        `kind` labels the transcript. The prompt must itself describe the output format
+        (`prompts.output_format(spec, n, settings, settings.envs_per_reply)`)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise LLMError("the designer's prompt must be non-empty text")
-        return self._design(prompt, self._check_n(n), kind)
+        return self._design(prompt, self._check_n(n), kind, self.settings.envs_per_reply)
 
     def state_dict(self) -> dict:
         """JSON-serialisable conversation state (no secrets, no settings)."""
