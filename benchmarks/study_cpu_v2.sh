@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The second CPU study (issue 26), resumable across sessions and fresh checkouts:
+#   nohup bash benchmarks/study_cpu_v2.sh > runs/study_cpu_v2.log 2>&1 &
+# The code is pinned: a detached worktree at STUDY_COMMIT (made if missing) is what trains, whatever lands on main
+# meanwhile. The run directory is runs/study_cpu_v2 (ignored by git); every method that has finished is copied,
+# without checkpoints or TensorBoard files, to benchmarks/results/study_cpu_v2/<method>/ (tracked), and copied back
+# into a run directory that lacks it, so a fresh checkout loses at most the method that was training.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MAIN=$PWD
+STUDY_COMMIT=${STUDY_COMMIT:-de4877b}
+TREE=${TREE:-/work/study_v2}
+OUT=$MAIN/runs/study_cpu_v2
+KEEP=$MAIN/benchmarks/results/study_cpu_v2
+# The headline comparisons first (ppo, envgen, scripted, random), so a study cut short still answers the main question.
+METHODS=ppo,envgen,scripted,random,fixed,easy_to_hard,adversarial,plr,sfl,envgen_sfl
+
+[ -d "$TREE" ] || git worktree add --detach "$TREE" "$STUDY_COMMIT" || exit 1
+mkdir -p "$OUT" "$KEEP"
+[ -f "$OUT/study.yaml" ] || [ ! -f "$KEEP/study.yaml" ] || cp "$KEEP/study.yaml" "$OUT/"
+for done in "$KEEP"/*/report.json; do
+  [ -f "$done" ] || continue
+  m=$(basename "$(dirname "$done")")
+  [ -f "$OUT/$m/report.json" ] || { rm -rf "${OUT:?}/$m"; cp -r "$KEEP/$m" "$OUT/$m"; }
+done
+
+keep_finished() {  # copy finished methods (no checkpoints, no TensorBoard) into the tracked directory
+  for report in "$OUT"/*/report.json; do
+    [ -f "$report" ] || continue
+    m=$(basename "$(dirname "$report")")
+    [ -f "$KEEP/$m/report.json" ] && continue
+    mkdir -p "$KEEP/$m"
+    tar -C "$OUT/$m" --exclude=./checkpoints --exclude=./tb -cf - . | tar -C "$KEEP/$m" -xf -
+  done
+  cp "$OUT/study.yaml" "$KEEP/" 2>/dev/null
+}
+
+( while sleep 120; do keep_finished; done ) &
+WATCH=$!
+trap 'kill $WATCH 2>/dev/null' EXIT
+cd "$TREE"
+JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE PYTHONPATH="$TREE" "$MAIN/.venv/bin/python" -m envgen_jax.cli study \
+  --config configs/study_cpu.yaml --methods "$METHODS" --seeds 4 --out "$OUT"
+rc=$?
+keep_finished
+exit $rc
