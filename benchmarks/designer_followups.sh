@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Issue 24's measurements that wait for the CPU the second study holds, in order of what they decide. Each step
+# resumes (its results are tracked files under benchmarks/results/, rewritten after every call or chain), so the
+# same command continues after a kill or on a fresh checkout:
+#   nohup bash benchmarks/designer_followups.sh > runs/designer_followups.log 2>&1 &
+# 1. The designer over a whole run (4 cycles, feedback that changes), seed 0: the default conversation (continued)
+#    and `llm.conversation: fresh`, which decides that setting's default.
+# 2. The first study's designer (v1) on the new profiles, then the single-idea ablations, into the v2 table.
+# 3. A second chain (seed 1) of each conversation.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+export JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE
+R=benchmarks/results
+chain() {  # seeds, out, overrides...
+  local seeds=$1 out=$2; shift 2
+  $PY benchmarks/designer_chain.py --seeds "$seeds" --out "$out" --resume "$@"
+}
+chain 0 $R/designer_chain.json
+chain 0 $R/designer_chain_fresh.json --set llm.conversation=fresh
+$PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 1 --resume \
+  --variants v2,v2_greedy,v2_all_at_once,v1,v2_no_targets,v2_no_needs,v2_json_history,v2_with_defaults
+chain 0,1 $R/designer_chain.json
+chain 0,1 $R/designer_chain_fresh.json --set llm.conversation=fresh
