@@ -24,11 +24,11 @@ for done in "$KEEP"/*/report.json; do
   [ -f "$OUT/$m/report.json" ] || { rm -rf "${OUT:?}/$m"; cp -r "$KEEP/$m" "$OUT/$m"; }
 done
 
-keep_finished() {  # copy finished methods (no checkpoints, no TensorBoard) into the tracked directory
+keep_finished() {  # copy finished methods (no checkpoints, no TensorBoard) into the tracked directory, again on
+  # every pass: a run writes report.json before report.md and its plots, so one pass may catch it half-written
   for report in "$OUT"/*/report.json; do
     [ -f "$report" ] || continue
     m=$(basename "$(dirname "$report")")
-    [ -f "$KEEP/$m/report.json" ] && continue
     mkdir -p "$KEEP/$m"
     tar -C "$OUT/$m" --exclude=./checkpoints --exclude=./tb -cf - . | tar -C "$KEEP/$m" -xf -
   done
