@@ -1,6 +1,6 @@
 """Two studies side by side (e.g. the first CPU study, with its weak agent, and the second): per method, each study's
-score, and the later study's differences from ppo and from envgen with Holm-adjusted p-values, read from the
-studies' `study.json` (written by `envgen-jax study`), so no number is copied by hand.
+score and difference from ppo, and the later study's difference from envgen, with Holm-adjusted p-values, read from
+the studies' `study.json` (written by `envgen-jax study`), so no number is copied by hand.
 
     python benchmarks/compare_studies.py benchmarks/results/study_cpu benchmarks/results/study_cpu_v2 \\
         --labels "first study" "second study" [--out table.md]
@@ -13,12 +13,18 @@ import json
 import sys
 from pathlib import Path
 
+from envgen_jax.study import pairwise
+
 
 def load(study_dir: Path) -> dict:
     path = study_dir / "study.json"
     if not path.is_file():
         sys.exit(f"{path}: no such file (a study directory holds study.json)")
-    return json.loads(path.read_text())
+    study = json.loads(path.read_text())
+    if not (study.get("pairwise") or {}).get("score"):  # written before the study compared every pair
+        per_seed = {m: ((e or {}).get("score") or {}).get("per_seed") for m, e in study["methods"].items()}
+        study["pairwise"] = {"score": pairwise({m: v for m, v in per_seed.items() if v})}
+    return study
 
 
 def _score(entry: dict | None) -> str:
@@ -60,11 +66,12 @@ def _versus(study: dict, method: str, reference: str) -> str:
 
 def table(first: dict, second: dict, labels: tuple[str, str]) -> str:
     methods = list(second["methods"]) + [m for m in first["methods"] if m not in second["methods"]]
-    lines = [f"| method | {labels[0]}: score % | {labels[1]}: score % [95% CI] | {labels[1]}: vs ppo | "
-             f"{labels[1]}: vs envgen |", "|---|---|---|---|---|"]
+    lines = [f"| method | {labels[0]}: score % [95% CI] | {labels[0]}: vs ppo | {labels[1]}: score % [95% CI] | "
+             f"{labels[1]}: vs ppo | {labels[1]}: vs envgen |", "|---|---|---|---|---|---|"]
     for m in methods:
-        lines.append(f"| {m} | {_score(first['methods'].get(m))} | {_score(second['methods'].get(m))} | "
-                     f"{_versus(second, m, 'ppo')} | {_versus(second, m, 'envgen')} |")
+        lines.append(f"| {m} | {_score(first['methods'].get(m))} | {_versus(first, m, 'ppo')} | "
+                     f"{_score(second['methods'].get(m))} | {_versus(second, m, 'ppo')} | "
+                     f"{_versus(second, m, 'envgen')} |")
     return "\n".join(lines) + "\n"
 
 

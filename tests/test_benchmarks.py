@@ -250,6 +250,7 @@ def test_two_studies_side_by_side_read_from_their_json(tmp_path):
         return {"methods": methods, "pairwise": {"score": pairwise(scores)}}
 
     first = study({"ppo": [5.0, 6.0], "envgen": [7.0, 7.5]})
+    first_pairs = first.pop("pairwise")  # an older study.json, from before every pair was compared
     second = study({"ppo": [12.0, 13.0, 12.5], "envgen": [14.0, 15.0, 14.5], "scripted": [16.0, 16.5, 17.0]})
     for name, data in (("a", first), ("b", second)):
         (tmp_path / name).mkdir()
@@ -257,14 +258,19 @@ def test_two_studies_side_by_side_read_from_their_json(tmp_path):
     out = tmp_path / "table.md"
     assert compare_studies.main([str(tmp_path / "a"), str(tmp_path / "b"), "--labels", "one", "two",
                                  "--out", str(out)]) == 0
-    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in out.read_text().splitlines()[2:]}
+    lines = out.read_text().splitlines()
+    assert lines[0].split(" | ")[1:3] == ["one: score % [95% CI]", "one: vs ppo"]
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in lines[2:]}
     assert list(rows) == ["ppo", "envgen", "scripted"]
-    assert rows["ppo"][1].startswith("5.5 +/- 0.5") and rows["ppo"][2].startswith("12.5 +/- 0.4")
-    assert rows["scripted"][1] == "-" and rows["ppo"][3] == "-"
+    assert rows["ppo"][1].startswith("5.5 +/- 0.5") and rows["ppo"][3].startswith("12.5 +/- 0.4")
+    assert rows["scripted"][1] == "-" and rows["scripted"][2] == "-" and rows["ppo"][4] == "-"
+    # the first study's pairs, missing from its json, are computed from its per-seed scores
+    first_p_holm = first_pairs["score"][0]["p_holm"]
+    assert rows["envgen"][2].startswith("+1.8 [") and f"p_Holm = {first_p_holm:.2f}" in rows["envgen"][2]
     # envgen - ppo = +2.0; its pair is listed as (ppo, envgen), so the seed-beats probability is turned around
-    assert rows["envgen"][3].startswith("+2.0 [") and "P(beats) = 1.00" in rows["envgen"][3]
+    assert rows["envgen"][4].startswith("+2.0 [") and "P(beats) = 1.00" in rows["envgen"][4]
     p_holm = next(r["p_holm"] for r in second["pairwise"]["score"] if {r["a"], r["b"]} == {"ppo", "envgen"})
-    assert f"p_Holm = {p_holm:.2f}" in rows["envgen"][3]
-    assert rows["scripted"][4].startswith("+2.0 [")  # vs envgen
+    assert f"p_Holm = {p_holm:.2f}" in rows["envgen"][4]
+    assert rows["scripted"][5].startswith("+2.0 [")  # vs envgen
     with pytest.raises(SystemExit, match="study.json: no such file"):
         compare_studies.main([str(tmp_path / "a"), str(tmp_path / "missing")])
