@@ -5,8 +5,8 @@
 #   nohup bash benchmarks/designer_followups.sh > runs/designer_followups.log 2>&1 &
 # 1. The designer over a whole run (4 cycles, feedback that changes), seed 0: the default conversation (continued)
 #    and `llm.conversation: fresh`, which decides that setting's default.
-# 2. The first study's designer (v1) on the new profiles, then the single-idea ablations, into the v2 table.
-# 3. A second chain (seed 1) of each conversation.
+# 2. A second chain (seed 1) of each conversation, which confirms or refutes seed 0's answer.
+# 3. The first study's designer (v1) on the new profiles, then the single-idea ablations, into the v2 table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -18,7 +18,7 @@ chain() {  # seeds, out, overrides...
 }
 chain 0 $R/designer_chain.json
 chain 0 $R/designer_chain_fresh.json --set llm.conversation=fresh
-$PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 1 --resume \
-  --variants v2,v2_greedy,v2_all_at_once,v1,v2_no_targets,v2_no_needs,v2_json_history,v2_with_defaults
 chain 0,1 $R/designer_chain.json
 chain 0,1 $R/designer_chain_fresh.json --set llm.conversation=fresh
+$PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 1 --resume \
+  --variants v2,v2_greedy,v2_all_at_once,v1,v2_no_targets,v2_no_needs,v2_json_history,v2_with_defaults
