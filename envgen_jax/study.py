@@ -57,6 +57,9 @@ STATISTICS = {
     "test": "Welch's two-sided t-test (scipy.stats.ttest_ind, equal_var=False) of the per-seed values",
     "pairwise": "every pair of finished methods: Welch's p adjusted by Holm's step-down method over all pairs (one "
                 "family per metric), and P(a seed of A beats a seed of B), ties counted half",
+    "final_evaluation": f"each method's final evaluation in the original game (after all training) against "
+                        f"{REFERENCE}'s: difference, interval and Welch's p as above, adjusted by Holm over the "
+                        f"family of every method against {REFERENCE}",
 }
 SECOND_REFERENCE = "envgen"  # each method is also compared with EnvGen
 LONG_CHAIN = ("collect_stone", "make_stone_pickaxe", "place_furnace", "collect_iron", "make_iron_pickaxe",
@@ -302,6 +305,21 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
 
 
 # ------------------------------------------------------------------------------------------------------ comparison
+def final_versus_reference(methods: dict[str, dict]) -> list[dict]:
+    """Each finished method's last evaluation in the original game (the `final` one, after all training) against
+    the reference's: the difference of means with its interval and Welch's p, adjusted by Holm over this family
+    (every method against the reference), as `pairwise` does over all pairs of the scored phase."""
+    finals = {m: r["evaluations"][-1]["score_per_seed"] for m, r in methods.items()
+              if r.get("status") == "finished" and r["evaluations"] and r["evaluations"][-1]["after"] == "final"}
+    if REFERENCE not in finals:
+        return []
+    rows = [{"method": m, **mean_ci(v), **difference(v, finals[REFERENCE])}
+            for m, v in finals.items() if m != REFERENCE]
+    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
+        row["p_holm"] = adjusted
+    return rows
+
+
 def _read_json(path: Path) -> Any:
     return json.loads(path.read_text()) if path.exists() else None
 
@@ -387,6 +405,9 @@ def build_comparison(out: Path, settings: StudySettings, errors: dict[str, str] 
     reference = reports.get(REFERENCE)
     cfg = settings.run_config(settings.methods[0])
     plan = build_plan(cfg)
+    methods = {m: method_summary(out / m, reports[m], reference if m != REFERENCE else None, errors.get(m),
+                                 reports.get(SECOND_REFERENCE) if m != SECOND_REFERENCE else None)
+               for m in settings.methods}
     return {
         "study": {**settings.to_dict(), "env": cfg.env, "seeds": cfg.seeds, "first_seed": cfg.seed,
                   "env_steps_per_seed": sum(p.updates for p in plan if p.kind == "train") * cfg.steps_per_update,
@@ -395,11 +416,10 @@ def build_comparison(out: Path, settings: StudySettings, errors: dict[str, str] 
         "environment": environment(),
         "reference": REFERENCE,
         "statistics": STATISTICS,
-        "methods": {m: method_summary(out / m, reports[m], reference if m != REFERENCE else None, errors.get(m),
-                                      reports.get(SECOND_REFERENCE) if m != SECOND_REFERENCE else None)
-                    for m in settings.methods},
+        "methods": methods,
         "pairwise": {k: pairwise({m: r[f"{k}_per_seed"] for m, r in reports.items() if r is not None})
                      for k in ("score", "reward")},
+        f"final_evaluation_vs_{REFERENCE}": final_versus_reference(methods),
     }
 
 
@@ -548,6 +568,12 @@ def markdown(study: dict, plots: list[str]) -> str:
                   "|---" * (len(evals) + 1) + "|"]
         lines += [f"| {m} | " + " | ".join(f"{_num(e['score_mean'])} +/- {_num(e['score_std'])}"
                                           for e in r["evaluations"]) + " |" for m, r in done.items()]
+        finals = [r for r in study.get(f"final_evaluation_vs_{ref}", []) if r["difference"] is not None]
+        if finals:
+            lines += ["", f"The final evaluation against {ref} (Welch's p, and adjusted by Holm over these "
+                      f"{len(finals)} comparisons): " + "; ".join(
+                          f"{r['method']} {_num(r['difference'], sign=True)} {_interval(r['ci95'])}, p "
+                          f"{_p(r['p_value'])}, Holm {_p(r['p_holm'])}" for r in finals) + "."]
         adapted = {m: r["adaptation"] for m, r in done.items() if r.get("adaptation")}
         if adapted:
             lines += ["", "## How each method's designs answered the feedback", "",

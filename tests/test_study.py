@@ -123,6 +123,13 @@ def test_holm_and_the_probability_that_a_seed_beats_another(study):
     (pair,) = data["pairwise"]["score"]
     assert (pair["a"], pair["b"]) == ("ppo", "random") and pair["p_holm"] == pytest.approx(pair["p_value"])
     assert "## Every pair of methods" in (study[0] / "study.md").read_text()
+    # The final evaluation against ppo: random's last evaluation per seed against ppo's, a family of one.
+    (final,) = data["final_evaluation_vs_ppo"]
+    x, r = (data["methods"][m]["evaluations"][-1]["score_per_seed"] for m in ("random", "ppo"))
+    assert final["method"] == "random" and final["per_seed"] == x
+    assert final["difference"] == pytest.approx(np.mean(x) - np.mean(r))
+    assert final["p_value"] == difference(x, r)["p_value"] and final["p_holm"] == final["p_value"]
+    assert "The final evaluation against ppo" in (study[0] / "study.md").read_text()
 
 
 def test_statistics_say_why_they_are_missing():
