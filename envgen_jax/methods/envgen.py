@@ -1,6 +1,6 @@
 """EnvGen: cycle 1 the LLM generates environments; each later cycle it sees the agent's success in the original
 game (mean +/- std over seeds) and the previous environments with what the agent unlocked inside each, and adapts
-them (one continuing conversation)."""
+them (in one conversation, or in a fresh one per feedback call: llm.conversation)."""
 
 from envgen_jax.methods.base import Method
 
