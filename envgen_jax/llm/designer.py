@@ -1,4 +1,5 @@
-"""The LLM environment designer: EnvGen steps 1 (generate) and 4 (feedback) as one continuing conversation.
+"""The LLM environment designer: EnvGen steps 1 (generate) and 4 (feedback) as one continuing conversation, or
+with each feedback call in a fresh one (llm.conversation).
 
     spec = games.get("crafter").designer_spec()   # the game's view, built by the game (envgen_jax.games)
     with Designer(spec, LLMSettings(), "runs/x/llm_transcript.jsonl") as designer:
