@@ -129,16 +129,20 @@ def superiority(values: Sequence[float | None], other: Sequence[float | None]) -
     return float(((x[:, None] > y[None, :]).sum() + 0.5 * (x[:, None] == y[None, :]).sum()) / (x.size * y.size))
 
 
+def with_holm(rows: list[dict]) -> list[dict]:
+    """The rows, each given `p_holm`: the rows' `p_value`s adjusted by Holm as one family."""
+    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
+        row["p_holm"] = adjusted
+    return rows
+
+
 def pairwise(per_seed: dict[str, Sequence[float | None]]) -> list[dict]:
     """Every pair of methods: the difference of means with its interval and Welch's p, the p-value adjusted by
     Holm over all pairs, and the probability that a seed of the first beats a seed of the second."""
     names = list(per_seed)
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    rows = [{"a": a, "b": b, **difference(per_seed[a], per_seed[b]),
-             "p_superior": superiority(per_seed[a], per_seed[b])} for a, b in pairs]
-    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
-        row["p_holm"] = adjusted
-    return rows
+    return with_holm([{"a": a, "b": b, **difference(per_seed[a], per_seed[b]),
+                       "p_superior": superiority(per_seed[a], per_seed[b])} for a, b in pairs])
 
 
 def stale_restarts(chunks: list[dict]) -> dict:
@@ -313,11 +317,13 @@ def final_versus_reference(methods: dict[str, dict]) -> list[dict]:
               if r.get("status") == "finished" and r["evaluations"] and r["evaluations"][-1]["after"] == "final"}
     if REFERENCE not in finals:
         return []
-    rows = [{"method": m, **mean_ci(v), **difference(v, finals[REFERENCE])}
-            for m, v in finals.items() if m != REFERENCE]
-    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
-        row["p_holm"] = adjusted
-    return rows
+    rows = []
+    for m, v in finals.items():
+        if m != REFERENCE:  # the method's values, mean and spread; `ci95` is the difference's interval
+            stats = mean_ci(v)
+            rows.append({"method": m, **{k: stats[k] for k in ("per_seed", "n", "mean", "std")},
+                         **difference(v, finals[REFERENCE])})
+    return with_holm(rows)
 
 
 def _read_json(path: Path) -> Any:
