@@ -152,3 +152,15 @@ def test_aim_is_judged_for_the_1_5b_model_only():
             {"model": "smollm2-135m", "variant": "current", "targeting": {"share": 0.1}, "copying": {"hits": 9}}]
     assert [(a["variant"], a["targeting_met"], a["copies_met"]) for a in dq.aims(rows)] == [
         ("current", True, True), ("with_example", False, False)]
+
+
+def test_v2_variants_keep_their_meaning_when_the_defaults_change():
+    """A variant names what was measured: v2's settings are pinned, so a later LLMSettings default (say, needs off)
+    cannot change what a resumed row means."""
+    from envgen_jax.llm.settings import LLMSettings
+    other = LLMSettings(needs=False, targets=False, history="json", only_changes=False, analysis="first_reply")
+    v2 = dq.VARIANTS["v2"].settings(other)
+    assert (v2.targets, v2.needs, v2.history, v2.only_changes, v2.analysis, v2.envs_per_reply) == \
+        (True, True, "summary", True, "each_reply", 1)
+    once = dq.VARIANTS["v2_no_needs_analysis_once"].settings(LLMSettings())
+    assert (once.needs, once.analysis, once.targets) == (False, "first_reply", True)

@@ -501,6 +501,35 @@ def test_one_environment_per_reply_in_consecutive_turns(tmp_path):
     assert designer.messages == [] and designer.configs == [] and designer.requests == 0
 
 
+def test_later_replies_read_the_first_analysis_instead_of_writing_one(tmp_path):
+    """llm.analysis "first_reply": the first reply of a design writes the analysis; later replies get it in their
+    prompt and a schema without it (fewer tokens a call); "each_reply" (the default) asks every reply for one."""
+    a, b, c = varied_configs(CrafterConfig, 3, offset=2)
+    first = json.dumps({"analysis": "Wood tools are weak.", **json.loads(design_json([a]))})
+
+    def schemas(settings):
+        designer, client, _ = make(tmp_path / settings.analysis, [first, design_json([b]), design_json([c])],
+                                   settings=settings)
+        designer.generate(3)
+        return designer, client, [call["response_format"]["json_schema"]["schema"] for call in client.calls]
+
+    once = LLMSettings(**{**SETTINGS.to_dict(), "envs_per_reply": 1, "targets": False, "analysis": "first_reply"})
+    designer, client, (s1, s2, s3) = schemas(once)
+    assert s1["required"] == ["analysis", "environments"]
+    assert s2["required"] == s3["required"] == ["environments"] and "analysis" not in s2["properties"]
+    later = client.calls[2]["messages"][0]["content"]
+    assert 'Your analysis, from your first reply: "Wood tools are weak."' in later
+    assert later.index("Your analysis") < later.index("Now write environment 3 of the 3")
+    assert "Your analysis" not in client.calls[0]["messages"][0]["content"]
+    assert json.loads(designer.messages[1]["content"])["analysis"] == "Wood tools are weak."
+    each = LLMSettings(**{**once.to_dict(), "analysis": "each_reply"})
+    _, client, found = schemas(each)
+    assert all(s["required"] == ["analysis", "environments"] for s in found)
+    assert not any("Your analysis" in call["messages"][0]["content"] for call in client.calls)
+    with pytest.raises(Exception, match="llm.analysis"):
+        LLMSettings(analysis="never")
+
+
 def test_schema_offers_only_values_that_change_a_setting():
     from envgen_jax.llm.prompts import output_schema
     config = output_schema(CrafterConfig, 2, changes_only=True)["properties"]["environments"]["items"]["properties"]

@@ -24,8 +24,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, Sampling, make_openai_client
 from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
-from envgen_jax.llm.prompts import (feedback_prompt, generation_prompt, next_prompt, output_schema, repair_prompt,
-                                    written_prompt)
+from envgen_jax.llm.prompts import (analysis_prompt, feedback_prompt, generation_prompt, next_prompt, output_schema,
+                                    repair_prompt, written_prompt)
 from envgen_jax.llm.reply import environment_entry, parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec
@@ -217,9 +217,12 @@ class Designer:
         conversation = base
         for part, first in enumerate(range(0, n, per)):
             count = min(per, n - first)
+            reuse = first > 0 and self.settings.analysis == "first_reply" and bool(analysis)
             text = prompt if first == 0 else "\n\n".join(
-                [prompt, written_prompt(configs, targets), next_prompt(first + 1, first + count, n)])
-            parsed, conversation = self._reply(base, text, count, kind, self.requests + part, configs)
+                [prompt, written_prompt(configs, targets), *([analysis_prompt(analysis)] if reuse else []),
+                 next_prompt(first + 1, first + count, n)])
+            parsed, conversation = self._reply(base, text, count, kind, self.requests + part, configs,
+                                               with_analysis=not reuse)
             configs += parsed.configs
             purposes += parsed.purposes
             targets += [list(t) for t in parsed.targets]
@@ -235,12 +238,13 @@ class Designer:
         return Design(list(configs), list(purposes))
 
     def _reply(self, conversation: list[dict], prompt: str, n: int, kind: str, request: int,
-               written: Sequence[Any] = ()):
+               written: Sequence[Any] = (), with_analysis: bool = True):
         """One user turn answered with n valid environments, repairs included: (the parsed reply, the conversation
-        with the turn and the accepted reply). `written`: environments of this design accepted in earlier turns."""
+        with the turn and the accepted reply). `written`: environments of this design accepted in earlier turns;
+        `with_analysis` False: the reply writes no analysis (its prompt holds the design's, llm.analysis)."""
         cls_ = self.spec.config_cls
         names = self.spec.achievements if self.settings.targets else ()
-        schema = output_schema(cls_, n, names, changes_only=self.settings.only_changes)
+        schema = output_schema(cls_, n, names, changes_only=self.settings.only_changes, analysis=with_analysis)
         llm = self._client()
         messages = [*conversation, {"role": "user", "content": prompt}]
         parsed = None

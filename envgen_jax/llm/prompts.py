@@ -82,6 +82,12 @@ def written_prompt(configs: Sequence[Any], targets: Sequence[Sequence[str]]) -> 
     return "\n".join(lines)
 
 
+def analysis_prompt(analysis: str) -> str:
+    """A later reply's reminder of the design's analysis, which it does not write again (llm.analysis)."""
+    return (f'Your analysis, from your first reply: "{analysis}" This reply holds only "environments": '
+            f'the analysis is written.')
+
+
 def next_prompt(first: int, last: int, total: int) -> str:
     """The turn that asks for the next environments of a design written a few per reply (llm.envs_per_reply)."""
     which = f"environment {first}" if first == last else f"environments {first} to {last}"
@@ -250,22 +256,20 @@ ANALYSIS_MAX_CHARS = 800
 PURPOSE_MAX_CHARS = 400  # bounded strings: constrained decoding must close them (SmolLM2 wrote one until the token limit)
 
 
-def output_schema(config_cls, n: int, targets: Sequence[str] | None = None, changes_only: bool = False) -> dict:
+def output_schema(config_cls, n: int, targets: Sequence[str] | None = None, changes_only: bool = False,
+                  analysis: bool = True) -> dict:
     """JSON Schema of a whole reply: a short analysis first (the model reasons before it designs: constrained
-    decoding writes keys in this order), then exactly n environments, each a purpose and a valid config; with
-    `targets` (the game's achievement names, llm.targets) each environment first names 1-3 of them; with
-    `changes_only` (llm.only_changes) a setting's default is not among its values."""
+    decoding writes keys in this order; left out with `analysis` False, a reply whose prompt holds the analysis,
+    llm.analysis "first_reply"), then exactly n environments, each a purpose and a valid config; with `targets`
+    (the game's achievement names, llm.targets) each environment first names 1-3 of them; with `changes_only`
+    (llm.only_changes) a setting's default is not among its values."""
     environment = {"purpose": {"type": "string", "maxLength": PURPOSE_MAX_CHARS},
                    "config": config_cls.json_schema(changes_only)}
     if targets:
         environment = {"targets": {"type": "array", "items": {"type": "string", "enum": list(targets)},
                                    "minItems": 1, "maxItems": MAX_TARGETS}, **environment}
-    return {
-        "type": "object",
-        "properties": {"analysis": {"type": "string", "maxLength": ANALYSIS_MAX_CHARS}, "environments": {
-            "type": "array", "minItems": n, "maxItems": n,
-            "items": {"type": "object", "properties": environment,
-                      "required": list(environment), "additionalProperties": False}}},
-        "required": ["analysis", "environments"],
-        "additionalProperties": False,
-    }
+    properties = {"analysis": {"type": "string", "maxLength": ANALYSIS_MAX_CHARS}} if analysis else {}
+    properties["environments"] = {"type": "array", "minItems": n, "maxItems": n,
+                                  "items": {"type": "object", "properties": environment,
+                                            "required": list(environment), "additionalProperties": False}}
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}

@@ -16,6 +16,7 @@ OutputMode = Literal["auto", "json_schema", "json_object", "text"]
 Advice = Literal["all", "duplicates", "none"]
 History = Literal["summary", "json"]
 Conversation = Literal["continued", "fresh"]
+Analysis = Literal["each_reply", "first_reply"]
 BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
@@ -75,6 +76,10 @@ class LLMSettings:
     # returned the same reply; one per reply, each on its own branch with the ones written so far in words, its
     # first-cycle environments all differed, with no repair (benchmarks/designer_quality.py; README "The designer").
     envs_per_reply: int | None = None
+    # analysis: with envs_per_reply, "each_reply" has every reply of a design write its analysis of the feedback
+    # first (only the first reply's is kept); "first_reply" has the later replies read the first one's analysis in
+    # their prompt and write environments only: fewer tokens a call, the 1.5B model's time being its writing.
+    analysis: Analysis = "each_reply"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
