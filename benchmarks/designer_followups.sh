@@ -24,3 +24,5 @@ $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 1 --res
   --variants v2,v2_greedy,v2_all_at_once,v1,v2_no_targets,v2_no_needs,v2_json_history,v2_with_defaults
 # 4. A second request per profile (seed 1) for the designer as it runs (v2): several requests per profile.
 $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --resume --variants v2
+# 5. The same second request for v2 without the needs list, which decides that idea on two requests per profile.
+$PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --resume --variants v2_no_needs
