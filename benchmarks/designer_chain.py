@@ -132,6 +132,17 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def differing(old: dict, new: dict) -> list[str]:
+    """The settings that make an earlier file's chains incomparable with new ones: any that differ, except an LLM
+    setting added since (absent from the file) at its default, which asks as before."""
+    defaults = LLMSettings().to_dict()
+    out = [k for k in {**old, **new} if k != "llm" and old.get(k) != new.get(k)]
+    was, now = old.get("llm") or {}, new.get("llm") or {}
+    out += [f"llm.{k}" for k in {**was, **now}
+            if (was[k] != now.get(k) if k in was else now[k] != defaults.get(k))]
+    return out
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", type=Path, default=ROOT / "configs" / "study_cpu.yaml",
@@ -167,16 +178,20 @@ def main(argv=None, client: Any = None) -> dict:
     if args.base_url:
         llm = dataclasses.replace(llm, backend="openai", base_url=args.base_url, model=args.model)
     model = llm.local_model if llm.resolved_backend() == "local" else llm.model
-    settings = {"config": str(args.config), "overrides": args.overrides, "env": args.env, "num_envs": args.num_envs,
+    config = args.config.resolve()  # relative to the checkout, so that another checkout can resume the file
+    settings = {"config": str(config.relative_to(ROOT)) if config.is_relative_to(ROOT) else str(config), "overrides": args.overrides, "env": args.env, "num_envs": args.num_envs,
                 "model": model, "llm": llm.to_dict()}
-    chains = []
+    chains, old = [], None
     if args.resume and args.out.exists():
         old = json.loads(args.out.read_text())
-        if old["settings"] != settings:
-            raise SystemExit(f"--resume: {args.out} was made with other settings; use another --out")
+        differ = differing(old["settings"], settings)
+        if differ:
+            raise SystemExit(f"--resume: {args.out} was made with other settings ({', '.join(differ)}); use "
+                             f"another --out")
         chains = [c for c in old["chains"] if c["ok"] or not (c["error"] or "").startswith("LLMError")]
-    from benchmarks.common import environment
+    from benchmarks.common import environment, git_commit
     env_info = environment()
+    measured = {k: v for k, v in git_commit().items() if k in ("commit", "dirty")}
 
     def write() -> dict:
         done = sorted(chains, key=lambda c: c["seed"])
@@ -188,13 +203,17 @@ def main(argv=None, client: Any = None) -> dict:
         args.out.with_suffix(".md").write_text(markdown(result))
         return result
 
+    todo = [seed for seed in args.seeds if not any(c["seed"] == seed for c in chains)]
+    if old is not None and not todo:  # nothing to add: the file keeps the environment its chains were made in
+        print(markdown(old))
+        return old
     result = write()
     with tempfile.TemporaryDirectory(prefix="designer-chain-") as tmp:
-        for seed in args.seeds:
-            if any(c["seed"] == seed for c in chains):
-                continue
+        for seed in todo:
+            started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             chain = run_chain(args.env, dataclasses.replace(llm, seed=seed), args.num_envs,
                               Path(tmp) / f"chain_{seed}.jsonl", client)
+            chain["measured"] = {**measured, "started": started}  # each chain's own code (the file's is the last)
             print(f"chain seed {seed}: {'ok' if chain['ok'] else chain['error']}, "
                   f"{sum(c['latency_s'] for c in chain['cycles']):.0f} s of LLM time", flush=True)
             chains.append(chain)

@@ -55,3 +55,19 @@ def test_a_chain_counts_repeats_across_and_inside_cycles(tmp_path):
     client2 = ScriptedClient(list(SCRIPT))
     chain.main([*args[:-4], "--seeds", "3,4", "--out", str(out), "--resume"], client=client2)
     assert len(client2.calls) == 4 and [c["seed"] for c in json.loads(out.read_text())["chains"]] == [3, 4]
+    saved = json.loads(out.read_text())
+    assert all(c["measured"]["commit"] is not None and "started" in c["measured"] for c in saved["chains"])
+    # --resume with nothing to run leaves the file as it was (the environment its chains were made in)
+    before = out.read_bytes()
+    chain.main([*args[:-4], "--seeds", "3", "--out", str(out), "--resume"], client=ScriptedClient([]))
+    assert out.read_bytes() == before
+
+
+def test_resume_refuses_other_settings_but_not_a_setting_added_at_its_default():
+    settings = {"config": "c.yaml", "num_envs": 4, "llm": {"temperature": 0.7, "needs": True}}
+    added = {**settings, "llm": {**settings["llm"], "analysis": "each_reply"}}  # a field the file predates
+    assert chain.differing(settings, added) == []
+    assert chain.differing(settings, {**added, "llm": {**added["llm"], "analysis": "first_reply"}}) == \
+        ["llm.analysis"]
+    assert chain.differing(settings, {**settings, "num_envs": 2, "llm": {"temperature": 0.0, "needs": True}}) == \
+        ["num_envs", "llm.temperature"]

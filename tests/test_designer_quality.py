@@ -116,6 +116,7 @@ def test_resume_makes_only_the_missing_calls(run, tmp_path):
     assert len(client.calls) == 1  # only weak_iron_diamond #2: the other five calls are kept, the failure too
     (row,) = outcome["result"]["aggregates"]["by_env"]
     assert row["calls"] == 5 and row["targeting"]["hits"] == 4 and row["repeats_previous"]["hits"] == 2
+    assert all(c["code"]["commit"] is not None for c in outcome["result"]["calls"])  # each call's own code
     with pytest.raises(SystemExit, match="other settings"):
         dq.main([*ARGS, "--out", str(copy), "--resume", "--temperature", "0"], client=client)
 
