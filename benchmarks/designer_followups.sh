@@ -22,8 +22,8 @@ chain 0,1 $R/designer_chain.json
 chain 0,1 $R/designer_chain_fresh.json --set llm.conversation=fresh
 $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 1 --resume \
   --variants v2,v2_greedy,v2_all_at_once,v1,v2_no_targets,v2_no_needs,v2_json_history,v2_with_defaults
-# 4. Two requests per profile (seeds 0, 1): v2 without the needs list and the later replies reading the first one's
-#    analysis (fewer tokens a call), then the second request of v2 without the needs list and of v2: they decide
-#    `needs` and `analysis` on two requests per profile, and give the designer that runs several per profile.
+# 4. A second request per profile (seed 1) for v2, then v2 with one analysis a design (fewer tokens a call; seeds 0
+#    and 1), then the second request of each single-idea ablation: each idea is decided on two requests per profile,
+#    and the designer that runs gets several per profile.
 $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --resume \
-  --variants v2_no_needs_analysis_once,v2_no_needs,v2
+  --variants v2,v2_analysis_once,v2_no_needs,v2_json_history,v2_with_defaults

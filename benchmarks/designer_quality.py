@@ -30,9 +30,9 @@ Per call: valid on the first try, repairs, failure, latency, prompt/completion t
 Designer variants (--variants, see VARIANTS): `v2` (the designer as a run asks it now: each environment names its
 targets first, the achievements are listed with what each needs, the earlier environments are described in words,
 a repeat of any earlier design and targets the settings do not serve go back once), `v2_greedy` (at temperature 0),
-the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and `v2_with_defaults`, `v2_no_needs_analysis_once`
-(without the needs list, the later replies of a design reading the first one's analysis instead of writing their
-own: fewer tokens a call), and `v1` (the designer of the first study). The
+the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and `v2_with_defaults`, `v2_analysis_once` (the
+later replies of a design read the first one's analysis instead of writing their own: fewer tokens a call), and `v1`
+(the designer of the first study). The
 first round's variants, all with v1's prompts: `sampled_repairs` (= v1), `current` (the same with
 repairs at the request's temperature, as before llm.repair_temperature), `basic_advice` (only repeated or
 unchanged environments sent back for repair), `no_advice` (every valid design accepted), and `with_example` (the old
@@ -228,9 +228,8 @@ VARIANTS: dict[str, Variant] = {
                                V2 + (("history", "json"),)),
     "v2_with_defaults": Variant(current, "all", "v2 with the schema offering default values too", 0.7,
                                 V2 + (("only_changes", False),)),
-    "v2_no_needs_analysis_once": Variant(current, "all", "v2 without the needs list, the later replies of a design "
-                                         "reading the first one's analysis instead of writing one", 0.7,
-                                         V2 + (("needs", False), ("analysis", "first_reply"))),
+    "v2_analysis_once": Variant(current, "all", "v2 with the later replies of a design reading the first one's "
+                                "analysis instead of writing one", 0.7, V2 + (("analysis", "first_reply"),)),
     "v2_all_at_once": Variant(current, "all", "v2 asking for all environments in one reply", 0.7,
                               (("envs_per_reply", None),)),
     "v2_one_per_reply": Variant(current, "all", "v2 with one environment per reply (the default since it was "

@@ -163,5 +163,5 @@ def test_v2_variants_keep_their_meaning_when_the_defaults_change():
     v2 = dq.VARIANTS["v2"].settings(other)
     assert (v2.targets, v2.needs, v2.history, v2.only_changes, v2.analysis, v2.envs_per_reply) == \
         (True, True, "summary", True, "each_reply", 1)
-    once = dq.VARIANTS["v2_no_needs_analysis_once"].settings(LLMSettings())
-    assert (once.needs, once.analysis, once.targets) == (False, "first_reply", True)
+    once = dq.VARIANTS["v2_analysis_once"].settings(LLMSettings())
+    assert (once.needs, once.analysis, once.targets) == (True, "first_reply", True)
