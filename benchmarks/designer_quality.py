@@ -430,6 +430,49 @@ def aggregate(records: list[dict]) -> dict:
     return out
 
 
+REFERENCE = "v2"  # the variant every other is paired with, request by request
+
+
+def paired(records: list[dict], reference: str = REFERENCE) -> list[dict]:
+    """Each variant against `reference` on the requests both answered (same model, game, feedback profile and seed):
+    per request, the share of its configurations that target a weak skill and that repeat the earlier design, and
+    the tokens it wrote; the mean difference (variant minus reference) with a two-sided paired sign-flip
+    permutation test (exact up to 2^16 sign patterns; scipy.stats.permutation_test), so that a difference the
+    requests' own spread explains is not read as an effect. Calls that failed are left out of both sides."""
+    import numpy as np
+    from scipy.stats import permutation_test
+
+    def cell(r: dict) -> tuple:
+        return r["model"], r["env"], r["profile"], r["repeat"]
+
+    ref = {cell(r): r for r in records if r["variant"] == reference and r["ok"]}
+    out = []
+    for model, variant in sorted({(r["model"], r["variant"]) for r in records if r["variant"] != reference}):
+        pairs = [(r, ref[cell(r)]) for r in records
+                 if (r["model"], r["variant"]) == (model, variant) and r["ok"] and cell(r) in ref]
+        row = {"model": model, "variant": variant, "reference": reference, "requests": len(pairs)}
+        for key, what in (("targeting", "share"), ("repeats_previous", "share"), ("completion_tokens", "value")):
+            both = [(_cell_value(a, key), _cell_value(b, key)) for a, b in pairs]
+            both = [(a, b) for a, b in both if a is not None and b is not None]
+            x, y = np.array([a for a, _ in both], float), np.array([b for _, b in both], float)
+            entry = {"requests": len(both), "variant": float(x.mean()) if both else None,
+                     "reference": float(y.mean()) if both else None,
+                     "difference": float((x - y).mean()) if both else None, "p": None}
+            if len(both) >= 2 and np.any(x != y):
+                entry["p"] = float(permutation_test((x, y), lambda a, b: np.mean(a - b), permutation_type="samples",
+                                                    n_resamples=2 ** 16, random_state=0).pvalue)
+            row[key] = entry
+        out.append(row)
+    return out
+
+
+def _cell_value(record: dict, key: str) -> float | None:
+    value = record.get(key)
+    if isinstance(value, list):
+        return sum(value) / len(value) if value else None
+    return value
+
+
 def aims(overall: list[dict], by_env: list[dict] = (), by_profile: list[dict] = ()) -> list[dict]:
     """The issue's aims for the 1.5B model, met or not, for every prompt variant measured: targeting, lift over
     sending the earlier design back, targeting per game, repeats of the earlier design, no copies of the old
@@ -471,6 +514,17 @@ def _num(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+def _arrow(entry: dict, fmt: Callable[[float], str]) -> str:
+    """"reference -> variant" of a paired comparison's means."""
+    return "n/a" if entry["variant"] is None else f"{fmt(entry['reference'])} -> {fmt(entry['variant'])}"
+
+
+def _difference(entry: dict, scale: float) -> str:
+    if entry["difference"] is None:
+        return "n/a"
+    return f"{scale * entry['difference']:+.0f} (p {'n/a' if entry['p'] is None else format(entry['p'], '.2f')})"
+
+
 def markdown(result: dict) -> str:
     """The README table: per model x prompt x env and both envs together; targeting per profile; the aim."""
     agg = result["aggregates"]
@@ -501,6 +555,19 @@ def markdown(result: dict) -> str:
                                              for e, p in profiles) + " |" for m, v in models]
     lines.append("| (the earlier design sent back) | | " + " | ".join(
         f"{100 * baseline_targeting(e, PROFILES[e][p]):.0f}%" for e, p in profiles) + " |")
+    pairs = [p for p in result.get("paired", []) if p["requests"]]
+    if pairs:
+        pct, count = (lambda x: f"{100 * x:.0f}%"), (lambda x: f"{x:.0f}")  # noqa: E731
+        lines += ["", f"Each variant against {REFERENCE} on the same requests (model, game, profile, seed; targeting "
+                      f"and repeats over the feedback profiles' requests; mean per request, the difference's "
+                      f"two-sided paired sign-flip permutation test):", "",
+                  f"| model | prompt | requests | targets weak skills, {REFERENCE} -> it | difference, points (p) | "
+                  f"repeats earlier design | difference (p) | tokens out/call | difference (p) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {p['model']} | {p['variant']} | {p['requests']} | {_arrow(p['targeting'], pct)} | "
+                  f"{_difference(p['targeting'], 100)} | {_arrow(p['repeats_previous'], pct)} | "
+                  f"{_difference(p['repeats_previous'], 100)} | {_arrow(p['completion_tokens'], count)} | "
+                  f"{_difference(p['completion_tokens'], 1)} |" for p in pairs]
     s = result["settings"]
     lines += ["", f"{s['repeats']} repeat(s) per profile at temperature {s['temperature']} (seeds 0.."
                   f"{s['repeats'] - 1}), {s['num_envs']} environments per call, up to {s['max_repairs']} repairs; "
@@ -572,7 +639,9 @@ def build_result(records: list[dict], settings: dict, environment: dict, models:
     return {"benchmark": "designer_quality", "environment": environment, "settings": settings, "models": models,
             "profiles": {e: {p: profile_info(e, prof) for p, prof in ps.items()} for e, ps in PROFILES.items()},
             "previous_design": {e: [{"purpose": p, "config": c} for p, c in d] for e, d in PREVIOUS.items()},
-            "examples": EXAMPLES, "aim": AIM, "aggregates": aggregates, "aims": aims(aggregates["overall"], aggregates["by_env"], aggregates["by_profile"]),
+            "examples": EXAMPLES, "aim": AIM, "aggregates": aggregates,
+            "aims": aims(aggregates["overall"], aggregates["by_env"], aggregates["by_profile"]),
+            "paired": paired(scored),
             "prompts": prompts, "calls": scored}
 
 

@@ -165,3 +165,23 @@ def test_v2_variants_keep_their_meaning_when_the_defaults_change():
         (True, True, "summary", True, "each_reply", 1)
     once = dq.VARIANTS["v2_analysis_once"].settings(LLMSettings())
     assert (once.needs, once.analysis, once.targets) == (True, "first_reply", True)
+
+
+def test_variants_are_paired_with_v2_request_by_request():
+    """The paired comparison: only requests both variants answered, the difference of their per-request shares, and
+    a p-value that a difference of one request in two cannot make small."""
+    def call(variant, profile, repeat, targeting, tokens, ok=True):
+        return {"model": "m", "variant": variant, "env": "crafter", "profile": profile, "repeat": repeat, "ok": ok,
+                "targeting": targeting, "repeats_previous": [False] * len(targeting), "completion_tokens": tokens}
+    hit, miss = [True] * 4, [False] * 4
+    records = [call("v2", f"p{i}", 0, hit, 1000) for i in range(8)] + \
+              [call("x", f"p{i}", 0, miss, 600 + i) for i in range(8)] + \
+              [call("x", "p9", 0, miss, 10), call("v2", "p8", 0, hit, 1, ok=False), call("x", "p8", 0, miss, 1)]
+    (row,) = dq.paired(records)
+    assert row["variant"] == "x" and row["requests"] == 8  # p9 has no v2 request; p8's v2 call failed
+    t = row["targeting"]
+    assert (t["reference"], t["variant"], t["difference"]) == (1.0, 0.0, -1.0) and t["p"] < 0.01  # 8 of 8 lower
+    assert row["completion_tokens"]["difference"] == -396.5 and row["repeats_previous"]["p"] is None  # no change
+    one = dq.paired([call("v2", "p0", 0, hit, 5), call("x", "p0", 0, miss, 5),
+                     call("v2", "p1", 0, hit, 5), call("x", "p1", 0, hit, 5)])[0]["targeting"]
+    assert one["difference"] == -0.5 and one["p"] == 1.0  # one request of two: not evidence
