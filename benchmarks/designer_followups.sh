@@ -22,8 +22,8 @@ chain 0,1 $R/designer_chain.json
 chain 0,1 $R/designer_chain_fresh.json --set llm.conversation=fresh
 $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 1 --resume \
   --variants v2,v2_greedy,v2_all_at_once,v1,v2_no_targets,v2_no_needs,v2_json_history,v2_with_defaults
-# 4. A second request per profile (seed 1) for v2, then v2 with one analysis a design (fewer tokens a call; seeds 0
-#    and 1), then the second request of each single-idea ablation: each idea is decided on two requests per profile,
-#    and the designer that runs gets several per profile.
+# 4. A second request per profile (seed 1) for v2 and for each single-idea ablation, which decides each idea on two
+#    requests per profile (kept if removing it lowers targeting or raises repeats with p < 0.05, paired
+#    with v2), then v2 with one analysis a design (fewer tokens a call; seeds 0 and 1).
 $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --resume \
-  --variants v2,v2_analysis_once,v2_no_needs,v2_json_history,v2_with_defaults
+  --variants v2,v2_no_needs,v2_json_history,v2_with_defaults,v2_no_targets,v2_analysis_once
