@@ -179,8 +179,9 @@ def main(argv=None, client: Any = None) -> dict:
         llm = dataclasses.replace(llm, backend="openai", base_url=args.base_url, model=args.model)
     model = llm.local_model if llm.resolved_backend() == "local" else llm.model
     config = args.config.resolve()  # relative to the checkout, so that another checkout can resume the file
-    settings = {"config": str(config.relative_to(ROOT)) if config.is_relative_to(ROOT) else str(config), "overrides": args.overrides, "env": args.env, "num_envs": args.num_envs,
-                "model": model, "llm": llm.to_dict()}
+    settings = {"config": str(config.relative_to(ROOT)) if config.is_relative_to(ROOT) else str(config),
+                "overrides": args.overrides, "env": args.env, "num_envs": args.num_envs, "model": model,
+                "llm": llm.to_dict()}
     chains, old = [], None
     if args.resume and args.out.exists():
         old = json.loads(args.out.read_text())

@@ -451,7 +451,7 @@ def paired(records: list[dict], reference: str = REFERENCE) -> list[dict]:
         pairs = [(r, ref[cell(r)]) for r in records
                  if (r["model"], r["variant"]) == (model, variant) and r["ok"] and cell(r) in ref]
         row = {"model": model, "variant": variant, "reference": reference, "requests": len(pairs)}
-        for key, what in (("targeting", "share"), ("repeats_previous", "share"), ("completion_tokens", "value")):
+        for key in ("targeting", "repeats_previous", "completion_tokens"):
             both = [(_cell_value(a, key), _cell_value(b, key)) for a, b in pairs]
             both = [(a, b) for a, b in both if a is not None and b is not None]
             x, y = np.array([a for a, _ in both], float), np.array([b for _, b in both], float)
