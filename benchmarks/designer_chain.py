@@ -190,9 +190,9 @@ def main(argv=None, client: Any = None) -> dict:
             raise SystemExit(f"--resume: {args.out} was made with other settings ({', '.join(differ)}); use "
                              f"another --out")
         chains = [c for c in old["chains"] if c["ok"] or not (c["error"] or "").startswith("LLMError")]
-    from benchmarks.common import environment, git_commit
+    from benchmarks.common import code_version, environment
     env_info = environment()
-    measured = {k: v for k, v in git_commit().items() if k in ("commit", "dirty")}
+    measured = code_version()
 
     def write() -> dict:
         done = sorted(chains, key=lambda c: c["seed"])

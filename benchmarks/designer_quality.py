@@ -798,12 +798,12 @@ def main(argv=None, client: Any = None) -> dict:
     settings = settings_of(args, plan)
     records, models, prompts = resumed(args.out, settings) if args.resume else ([], {}, {})
     done = {tuple(r[f.name] for f in dataclasses.fields(Call)) for r in records}
-    from benchmarks.common import environment, git_commit
+    from benchmarks.common import code_version, environment
 
     env_info = {**environment(), "llm_runs_on": args.base_url or "this machine's CPU (llama.cpp)"}
     # Each call's own code: a resumed file's `environment` is its last process's (calls made before 2026-11-25's
     # evening carry only measured_at).
-    code = {k: v for k, v in git_commit().items() if k in ("commit", "dirty")}
+    code = code_version()
 
     def on_record(record: dict) -> None:
         record["code"] = code

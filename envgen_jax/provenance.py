@@ -36,6 +36,11 @@ def git_commit() -> dict:
     return {"commit": "", "dirty": None, "commit_source": "unknown: no git here and no BENCH_COMMIT"}
 
 
+def code_version() -> dict:
+    """{'commit', 'dirty'} only: what a single measurement (one LLM call, one chain) records as its own code."""
+    return {k: v for k, v in git_commit().items() if k in ("commit", "dirty")}
+
+
 def _version(name: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
     try:
