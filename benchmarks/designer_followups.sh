@@ -27,3 +27,7 @@ $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 1 --res
 #    with v2), then v2 with one analysis a design (fewer tokens a call; seeds 0 and 1).
 $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --resume \
   --variants v2,v2_no_needs,v2_json_history,v2_with_defaults,v2_no_targets,v2_analysis_once
+# 5. v2 without repair turns for advice (runs/notes: 68 of v2's 72 repair turns mended nothing), seeds 0 and 1,
+#    decided by the same rule (the advice repairs stay if removing them lowers targeting, or raises repeats or
+#    tokens written, with p < 0.05).
+$PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --resume --variants v2,v2_no_advice

@@ -29,10 +29,11 @@ Per call: valid on the first try, repairs, failure, latency, prompt/completion t
   are left out).
 Designer variants (--variants, see VARIANTS): `v2` (the designer as a run asks it now: each environment names its
 targets first, the achievements are listed with what each needs, the earlier environments are described in words,
-a repeat of any earlier design and targets the settings do not serve go back once), `v2_greedy` (at temperature 0),
-the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and `v2_with_defaults`, `v2_analysis_once` (the
-later replies of a design read the first one's analysis instead of writing their own: fewer tokens a call), and `v1`
-(the designer of the first study). The
+a repeat of any earlier design and targets the settings do not serve go back for up to two repair turns),
+`v2_greedy` (at temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and
+`v2_with_defaults`, `v2_analysis_once` (the later replies of a design read the first one's analysis instead of
+writing their own: fewer tokens a call), `v2_no_advice` (no repair turn for a valid but wasteful environment: fewer
+replies a call), and `v1` (the designer of the first study). The
 first round's variants, all with v1's prompts: `sampled_repairs` (= v1), `current` (the same with
 repairs at the request's temperature, as before llm.repair_temperature), `basic_advice` (only repeated or
 unchanged environments sent back for repair), `no_advice` (every valid design accepted), and `with_example` (the old
@@ -220,7 +221,7 @@ VARIANTS: dict[str, Variant] = {
     "v2": Variant(current, "all", "the designer as it runs now: targets first, achievements with their needs, earlier "
                                   "environments in words with what the agent did inside, only values that change "
                                   "a setting, one environment per reply, any earlier design's repeat and unserved "
-                                  "targets sent back once; repairs sampled at 0.7", 0.7, V2),
+                                  "targets sent back for up to two repair turns; repairs sampled at 0.7", 0.7, V2),
     "v2_greedy": Variant(current, "all", "v2 at temperature 0 (as configs/study_cpu.yaml asks)", 0.7, V2, 0.0),
     "v2_no_targets": Variant(current, "all", "v2 without the targets field", 0.7, V2 + (("targets", False),)),
     "v2_no_needs": Variant(current, "all", "v2 with the achievements by name only", 0.7, V2 + (("needs", False),)),
@@ -230,6 +231,8 @@ VARIANTS: dict[str, Variant] = {
                                 V2 + (("only_changes", False),)),
     "v2_analysis_once": Variant(current, "all", "v2 with the later replies of a design reading the first one's "
                                 "analysis instead of writing one", 0.7, V2 + (("analysis", "first_reply"),)),
+    "v2_no_advice": Variant(current, "none", "v2 with every valid environment accepted as it is: no repair turn "
+                            "for advice (repeats, unserved targets)", 0.7, V2),
     "v2_all_at_once": Variant(current, "all", "v2 asking for all environments in one reply", 0.7,
                               (("envs_per_reply", None),)),
     "v2_one_per_reply": Variant(current, "all", "v2 with one environment per reply (the default since it was "

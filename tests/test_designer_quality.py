@@ -1,6 +1,7 @@
 """benchmarks/designer_quality.py end to end over a scripted client (no LLM): the aggregates equal the numbers
 worked out by hand from the scripted replies, outputs are well formed, and --resume makes no call twice."""
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -159,12 +160,15 @@ def test_v2_variants_keep_their_meaning_when_the_defaults_change():
     """A variant names what was measured: v2's settings are pinned, so a later LLMSettings default (say, needs off)
     cannot change what a resumed row means."""
     from envgen_jax.llm.settings import LLMSettings
-    other = LLMSettings(needs=False, targets=False, history="json", only_changes=False, analysis="first_reply")
+    other = LLMSettings(needs=False, targets=False, history="json", only_changes=False, analysis="first_reply",
+                        advice="none")
     v2 = dq.VARIANTS["v2"].settings(other)
-    assert (v2.targets, v2.needs, v2.history, v2.only_changes, v2.analysis, v2.envs_per_reply) == \
-        (True, True, "summary", True, "each_reply", 1)
+    assert (v2.targets, v2.needs, v2.history, v2.only_changes, v2.analysis, v2.envs_per_reply, v2.advice) == \
+        (True, True, "summary", True, "each_reply", 1, "all")
     once = dq.VARIANTS["v2_analysis_once"].settings(LLMSettings())
-    assert (once.needs, once.analysis, once.targets) == (True, "first_reply", True)
+    assert (once.needs, once.analysis, once.targets, once.advice) == (True, "first_reply", True, "all")
+    no_advice = dq.VARIANTS["v2_no_advice"].settings(LLMSettings())
+    assert dataclasses.replace(no_advice, advice="all") == v2  # v2 in every other setting
 
 
 def test_variants_are_paired_with_v2_request_by_request():

@@ -45,7 +45,8 @@ class LLMSettings:
     backoff_s: float = 1.0            # first wait; doubles on every retry
     backoff_max_s: float = 30.0
     max_repairs: int = 2              # follow-up "fix these problems" turns after an invalid reply
-    # Valid but wasteful designs sent back once for repair (used as they are if the repair does not mend them):
+    # Valid but wasteful designs sent back for repair, up to max_repairs turns (used as they are if the repairs do
+    # not mend them):
     # "all": repeated or unchanged environments, repeats of the design being replaced, and purposes their settings
     # do not keep (a word heuristic, llm/targeting.py); "duplicates": only repeated or unchanged environments;
     # "none": every valid design is accepted as it is.
@@ -56,7 +57,7 @@ class LLMSettings:
     repair_temperature: float | None = 0.7
     # How the designer is asked (README "The designer"; each measured in benchmarks/designer_quality.py):
     # targets: each environment first names the achievements it trains (1 to 3, constrained to the game's names),
-    # then its settings; with advice "all", a target its settings give nothing for goes back for repair once.
+    # then its settings; with advice "all", a target its settings give nothing for goes back for repair.
     targets: bool = True
     # needs: the achievements listed with what each needs, from the game's rules (its prompts/needs.txt).
     needs: bool = True
