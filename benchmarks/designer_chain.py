@@ -190,7 +190,7 @@ def main(argv=None, client: Any = None) -> dict:
             raise SystemExit(f"--resume: {args.out} was made with other settings ({', '.join(differ)}); use "
                              f"another --out")
         chains = [c for c in old["chains"] if c["ok"] or not (c["error"] or "").startswith("LLMError")]
-    from benchmarks.common import code_version, environment
+    from benchmarks.common import code_version, environment, write_text_atomic
     env_info = environment()
     measured = code_version()
 
@@ -200,8 +200,8 @@ def main(argv=None, client: Any = None) -> dict:
         result = {"benchmark": "designer_chain", "environment": env_info, "settings": settings, "chain": CHAIN,
                   "chains": done, "summary": summary(list(scores.values())), "scores": scores}
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
-        args.out.with_suffix(".md").write_text(markdown(result))
+        write_text_atomic(args.out, json.dumps(result, indent=1))
+        write_text_atomic(args.out.with_suffix(".md"), markdown(result))
         return result
 
     todo = [seed for seed in args.seeds if not any(c["seed"] == seed for c in chains)]

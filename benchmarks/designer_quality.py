@@ -649,10 +649,12 @@ def build_result(records: list[dict], settings: dict, environment: dict, models:
 
 
 def write(result: dict, out: Path, with_plot: bool = False) -> dict:
+    from benchmarks.common import write_text_atomic
+
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = {"json": out, "md": out.with_suffix(".md")}
-    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    paths["md"].write_text(markdown(result))
+    write_text_atomic(out, json.dumps(result, indent=1, ensure_ascii=False))
+    write_text_atomic(paths["md"], markdown(result))
     if with_plot and result["calls"]:
         paths["png"] = plot(result, out.with_suffix(".png"))
     return {k: str(v) for k, v in paths.items()}

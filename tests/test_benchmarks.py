@@ -101,6 +101,26 @@ def test_run_all_e2e_part(run_all_tiny):
     assert not (out / "runs").exists() or not any((out / "runs").iterdir())  # run dirs cleaned up
 
 
+def test_resumable_results_survive_a_kill_mid_write(tmp_path, monkeypatch):
+    """The resumable benchmarks rewrite their results after every measurement: a write stopped half way (here the
+    disk "fills" after some bytes) must leave the previous file whole, not a truncated JSON that --resume rejects."""
+    from benchmarks.common import write_text_atomic
+    path = tmp_path / "designer.json"
+    write_text_atomic(path, json.dumps({"calls": [1, 2]}))
+    real_write = Path.write_text
+
+    def half_write(self, text, *args, **kwargs):
+        real_write(self, text[: len(text) // 2], *args, **kwargs)
+        raise OSError("No space left on device")
+    monkeypatch.setattr(Path, "write_text", half_write)
+    with pytest.raises(OSError):
+        write_text_atomic(path, json.dumps({"calls": [1, 2, 3]}))
+    monkeypatch.undo()
+    assert json.loads(path.read_text()) == {"calls": [1, 2]}
+    write_text_atomic(path, json.dumps({"calls": [1, 2, 3]}))
+    assert json.loads(path.read_text()) == {"calls": [1, 2, 3]}
+
+
 def test_rows_merge_across_invocations(tmp_path):
     from benchmarks.common import save_merged
 
