@@ -43,8 +43,9 @@ consistency figures are not independent of the designer.
 
 Results: benchmarks/results/designer_quality.{json,md,png} (--out). The JSON holds the environment (git commit,
 versions, CPU), the settings, the profiles, the prompts sent, every call's raw record (replies, configurations,
-purposes, analysis, usage) and the aggregates per model x variant x env x profile, per env and overall. The JSON is
-rewritten after every call; --resume keeps the calls already in --out (same settings) and makes only the missing
+purposes, analysis, usage), the aggregates per model x variant x env x profile, per env and overall, each variant
+paired with v2 request by request (`paired`), and each of v2's ideas decided by the rule set before the second
+requests (`decisions`, IDEAS). The JSON is rewritten after every call; --resume keeps the calls already in --out (same settings) and makes only the missing
 ones, also to add a model to an earlier file. The offline models run through llama.cpp's server (one per model,
 with its prompt cache, as in a run: repeats of a prompt then cost only the reply).
 """
@@ -469,6 +470,54 @@ def paired(records: list[dict], reference: str = REFERENCE) -> list[dict]:
     return out
 
 
+# The rule that decides each idea of v2 (README "The designer"; set on 2026-11-25 at 19:20 UTC before any second
+# request, tokens added at 20:10, advice repairs at 22:10 before any of their requests): an idea stays if its
+# ablation (v2 without it) lowers targeting, or raises repeats of the earlier design or the tokens written, with
+# p < ALPHA, paired with v2 over two requests per profile; otherwise it goes. A new idea is adopted if its variant
+# writes fewer tokens with p < ALPHA and does not lower targeting with p < ALPHA.
+ALPHA = 0.05
+IDEAS = (  # (idea, the variant that tests it, "ablation" | "adoption")
+    ("targets", "v2_no_targets", "ablation"),
+    ("needs", "v2_no_needs", "ablation"),
+    ("history: summary", "v2_json_history", "ablation"),
+    ("only_changes", "v2_with_defaults", "ablation"),
+    ("advice repair turns", "v2_no_advice", "ablation"),
+    ("analysis: first_reply", "v2_analysis_once", "adoption"),
+)
+
+
+def decisions(paired_rows: list[dict], repeats_needed: int = 2) -> list[dict]:
+    """Each idea's verdict by the rule above, from `paired`'s rows (the 1.5B model's; an idea whose variant is not
+    measured is left out). 'provisional' while its requests are fewer than `repeats_needed` per profile."""
+    requests_needed = repeats_needed * sum(len(ps) for ps in PROFILES.values())
+    rows = {p["variant"]: p for p in paired_rows if p["model"] == "qwen2.5-coder-1.5b"}
+    out = []
+    for idea, variant, kind in IDEAS:
+        if variant not in rows:
+            continue
+        row = rows[variant]
+        moved = {key: row[key]["difference"] is not None and row[key]["p"] is not None and row[key]["p"] < ALPHA
+                 and (row[key]["difference"] > 0) == (key != "targeting")  # worse: less targeting, more of the rest
+                 for key in ("targeting", "repeats_previous", "completion_tokens")}
+        if kind == "ablation":
+            reasons = [what for key, what in (("targeting", "removing it lowers targeting"),
+                                              ("repeats_previous", "removing it raises repeats"),
+                                              ("completion_tokens", "removing it raises the tokens written"))
+                       if moved[key]]
+            verdict = "stays" if reasons else "goes"
+        else:
+            tokens = row["completion_tokens"]
+            fewer = (tokens["difference"] is not None and tokens["difference"] < 0 and tokens["p"] is not None
+                     and tokens["p"] < ALPHA)
+            reasons = (["fewer tokens written"] if fewer else ["the tokens written do not fall"]) + (
+                ["but it lowers targeting"] if moved["targeting"] else [])
+            verdict = "adopted" if fewer and not moved["targeting"] else "not adopted"
+        out.append({"idea": idea, "variant": variant, "kind": kind, "requests": row["requests"],
+                    "provisional": row["requests"] < requests_needed, "verdict": verdict,
+                    "reasons": reasons or [f"removing it harms nothing with p < {ALPHA}"]})
+    return out
+
+
 def _cell_value(record: dict, key: str) -> float | None:
     value = record.get(key)
     if isinstance(value, list):
@@ -571,6 +620,15 @@ def markdown(result: dict) -> str:
                   f"{_difference(p['targeting'], 100)} | {_arrow(p['repeats_previous'], pct)} | "
                   f"{_difference(p['repeats_previous'], 100)} | {_arrow(p['completion_tokens'], count)} | "
                   f"{_difference(p['completion_tokens'], 1)} |" for p in pairs]
+    if result.get("decisions"):
+        lines += ["", f"The rule (README \"The designer\"; set before the second requests): an idea stays if v2 "
+                      f"without it lowers targeting, or raises repeats or tokens written, with p < {ALPHA}; a new "
+                      f"idea is adopted if it writes fewer tokens with p < {ALPHA} and does not lower targeting "
+                      f"with p < {ALPHA}. Decided on two requests per profile; fewer: provisional.", "",
+                  "| idea | variant | requests | verdict | why |", "|---|---|---|---|---|"]
+        lines += [f"| {d['idea']} | {d['variant']} | {d['requests']} | {d['verdict']}"
+                  f"{' (provisional)' if d['provisional'] else ''} | {'; '.join(d['reasons'])} |"
+                  for d in result["decisions"]]
     s = result["settings"]
     lines += ["", f"{s['repeats']} repeat(s) per profile at temperature {s['temperature']} (seeds 0.."
                   f"{s['repeats'] - 1}), {s['num_envs']} environments per call, up to {s['max_repairs']} repairs; "
@@ -644,7 +702,7 @@ def build_result(records: list[dict], settings: dict, environment: dict, models:
             "previous_design": {e: [{"purpose": p, "config": c} for p, c in d] for e, d in PREVIOUS.items()},
             "examples": EXAMPLES, "aim": AIM, "aggregates": aggregates,
             "aims": aims(aggregates["overall"], aggregates["by_env"], aggregates["by_profile"]),
-            "paired": paired(scored),
+            "paired": (pairs := paired(scored)), "decisions": decisions(pairs),
             "prompts": prompts, "calls": scored}
 
 

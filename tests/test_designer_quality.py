@@ -189,3 +189,35 @@ def test_variants_are_paired_with_v2_request_by_request():
     one = dq.paired([call("v2", "p0", 0, hit, 5), call("x", "p0", 0, miss, 5),
                      call("v2", "p1", 0, hit, 5), call("x", "p1", 0, hit, 5)])[0]["targeting"]
     assert one["difference"] == -0.5 and one["p"] == 1.0  # one request of two: not evidence
+
+
+def test_the_rule_decides_each_idea_from_the_paired_table():
+    """The pre-set rule, applied to paired rows: an idea stays only for a significant harm of removing it (less
+    targeting, more repeats or tokens); a help of removing it, or no significant difference, sends it away; a new
+    idea is adopted for significantly fewer tokens unless it significantly lowers targeting; fewer than two
+    requests per profile is provisional."""
+    full = 2 * sum(len(ps) for ps in dq.PROFILES.values())
+
+    def row(variant, targeting=(0.0, 1.0), repeats=(0.0, 1.0), tokens=(0.0, 1.0), requests=full):
+        entry = lambda d, p: {"difference": d, "p": p, "requests": requests}  # noqa: E731
+        return {"model": "qwen2.5-coder-1.5b", "variant": variant, "reference": "v2", "requests": requests,
+                "targeting": entry(*targeting), "repeats_previous": entry(*repeats),
+                "completion_tokens": entry(*tokens)}
+    rows = [row("v2_no_targets", targeting=(-0.2, 0.01)),        # removing it costs targeting: stays
+            row("v2_no_needs", targeting=(0.2, 0.01)),           # removing it helps: goes
+            row("v2_json_history", repeats=(0.1, 0.2)),          # more repeats, not significant: goes
+            row("v2_with_defaults", tokens=(400.0, 0.03), requests=full - 1),  # more tokens: stays (provisional)
+            row("v2_analysis_once", targeting=(-0.05, 0.5), tokens=(-300.0, 0.01)),  # fewer tokens: adopted
+            row("v2_no_advice", tokens=(-500.0, 0.001), repeats=(0.2, 0.04)),      # more repeats: stays
+            {**row("v2_no_targets"), "model": "other-model"}]    # another model's rows are not decisions
+    verdicts = {d["idea"]: (d["verdict"], d["provisional"], d["reasons"]) for d in dq.decisions(rows)}
+    assert verdicts == {
+        "targets": ("stays", False, ["removing it lowers targeting"]),
+        "needs": ("goes", False, ["removing it harms nothing with p < 0.05"]),
+        "history: summary": ("goes", False, ["removing it harms nothing with p < 0.05"]),
+        "only_changes": ("stays", True, ["removing it raises the tokens written"]),
+        "advice repair turns": ("stays", False, ["removing it raises repeats"]),
+        "analysis: first_reply": ("adopted", False, ["fewer tokens written"])}
+    lowers = dq.decisions([row("v2_analysis_once", targeting=(-0.2, 0.01), tokens=(-300.0, 0.01))])
+    assert [(d["verdict"], d["reasons"]) for d in lowers] == [
+        ("not adopted", ["fewer tokens written", "but it lowers targeting"])]
