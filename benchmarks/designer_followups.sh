@@ -7,6 +7,10 @@
 #    and `llm.conversation: fresh`, which decides that setting's default.
 # 2. A second chain (seed 1) of each conversation, which confirms or refutes seed 0's answer.
 # 3. The first study's designer (v1) on the new profiles, then the single-idea ablations, into the v2 table.
+# 4. A second request per profile for v2 and each single-idea ablation (the rule decides each idea on two), then
+#    v2 with one analysis a design.
+# 5. v2 without repair turns for advice.
+# Each idea's verdict: the "The rule" table of benchmarks/results/designer_quality_v2.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
