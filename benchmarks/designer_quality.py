@@ -487,10 +487,10 @@ IDEAS = (  # (idea, the variant that tests it, "ablation" | "adoption")
 
 
 def decisions(paired_rows: list[dict], repeats_needed: int = 2) -> list[dict]:
-    """Each idea's verdict by the rule above, from `paired`'s rows (the 1.5B model's; an idea whose variant is not
+    """Each idea's verdict by the rule above, from `paired`'s rows (AIM's model's; an idea whose variant is not
     measured is left out). 'provisional' while its requests are fewer than `repeats_needed` per profile."""
     requests_needed = repeats_needed * sum(len(ps) for ps in PROFILES.values())
-    rows = {p["variant"]: p for p in paired_rows if p["model"] == "qwen2.5-coder-1.5b"}
+    rows = {p["variant"]: p for p in paired_rows if p["model"] == AIM["model"]}
     out = []
     for idea, variant, kind in IDEAS:
         if variant not in rows:
