@@ -45,9 +45,10 @@ Results: benchmarks/results/designer_quality.{json,md,png} (--out). The JSON hol
 versions, CPU), the settings, the profiles, the prompts sent, every call's raw record (replies, configurations,
 purposes, analysis, usage), the aggregates per model x variant x env x profile, per env and overall, each variant
 paired with v2 request by request (`paired`), and each of v2's ideas decided by the rule set before the second
-requests (`decisions`, IDEAS). The JSON is rewritten after every call; --resume keeps the calls already in --out (same settings) and makes only the missing
-ones, also to add a model to an earlier file. The offline models run through llama.cpp's server (one per model,
-with its prompt cache, as in a run: repeats of a prompt then cost only the reply).
+requests (`decisions`, IDEAS). The JSON is rewritten after every call; --resume keeps the calls already in --out
+(same settings) and makes only the missing ones, also to add a model to an earlier file. The offline models run
+through llama.cpp's server (one per model, with its prompt cache, as in a run: repeats of a prompt then cost only the
+reply).
 """
 
 from __future__ import annotations
@@ -486,6 +487,12 @@ IDEAS = (  # (idea, the variant that tests it, "ablation" | "adoption")
 )
 
 
+def _significant(entry: dict, sign: int) -> bool:
+    """A paired difference in the direction of `sign` (+1: the variant more than v2, -1: less) with p < ALPHA."""
+    return entry["difference"] is not None and entry["p"] is not None and entry["p"] < ALPHA \
+        and entry["difference"] * sign > 0
+
+
 def decisions(paired_rows: list[dict], repeats_needed: int = 2) -> list[dict]:
     """Each idea's verdict by the rule above, from `paired`'s rows (AIM's model's; an idea whose variant is not
     measured is left out). 'provisional' while its requests are fewer than `repeats_needed` per profile."""
@@ -496,8 +503,8 @@ def decisions(paired_rows: list[dict], repeats_needed: int = 2) -> list[dict]:
         if variant not in rows:
             continue
         row = rows[variant]
-        moved = {key: row[key]["difference"] is not None and row[key]["p"] is not None and row[key]["p"] < ALPHA
-                 and (row[key]["difference"] > 0) == (key != "targeting")  # worse: less targeting, more of the rest
+        # worse than v2 with p < ALPHA: less targeting, more repeats or tokens
+        moved = {key: _significant(row[key], -1 if key == "targeting" else 1)
                  for key in ("targeting", "repeats_previous", "completion_tokens")}
         if kind == "ablation":
             reasons = [what for key, what in (("targeting", "removing it lowers targeting"),
@@ -506,9 +513,7 @@ def decisions(paired_rows: list[dict], repeats_needed: int = 2) -> list[dict]:
                        if moved[key]]
             verdict = "stays" if reasons else "goes"
         else:
-            tokens = row["completion_tokens"]
-            fewer = (tokens["difference"] is not None and tokens["difference"] < 0 and tokens["p"] is not None
-                     and tokens["p"] < ALPHA)
+            fewer = _significant(row["completion_tokens"], -1)
             reasons = (["fewer tokens written"] if fewer else ["the tokens written do not fall"]) + (
                 ["but it lowers targeting"] if moved["targeting"] else [])
             verdict = "adopted" if fewer and not moved["targeting"] else "not adopted"
