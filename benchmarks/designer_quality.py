@@ -29,7 +29,7 @@ Per call: valid on the first try, repairs, failure, latency, prompt/completion t
   are left out).
 Designer variants (--variants, see VARIANTS): `v2` (the designer as a run asks it now: each environment names its
 targets first, the achievements are listed with what each needs, the earlier environments are described in words,
-a repeat of any earlier design and targets the settings do not serve go back for up to two repair turns),
+without the agent's success inside each, which only a run measures, a repeat of any earlier design and targets the settings do not serve go back for up to two repair turns),
 `v2_greedy` (at temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and
 `v2_with_defaults`, `v2_analysis_once` (the later replies of a design read the first one's analysis instead of
 writing their own: fewer tokens a call), `v2_no_advice` (no repair turn for a valid but wasteful environment: fewer
@@ -221,7 +221,8 @@ V2 = (("envs_per_reply", 1), ("targets", True), ("needs", True), ("history", "su
       ("analysis", "each_reply"))
 VARIANTS: dict[str, Variant] = {
     "v2": Variant(current, "all", "the designer as it runs now: targets first, achievements with their needs, earlier "
-                                  "environments in words with what the agent did inside, only values that change "
+                                  "environments in words (no agent here, so without what it unlocked inside "
+                                  "each, which a run adds), only values that change "
                                   "a setting, one environment per reply, any earlier design's repeat and unserved "
                                   "targets sent back for up to two repair turns; repairs sampled at 0.7", 0.7, V2),
     "v2_greedy": Variant(current, "all", "v2 at temperature 0 (as configs/study_cpu.yaml asks)", 0.7, V2, 0.0),

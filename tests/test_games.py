@@ -180,7 +180,8 @@ def test_a_new_game_is_one_package_and_one_registry_line(toy, tmp_path, capsys):
     spec = toy.designer_spec()
     text = generation_prompt(spec, 2)
     assert text.startswith("Design 2 rooms of Toy.") and "world_settings.coins" in text
-    assert "collect_coin: needs a coin in the room" in text
+    assert "\ncollect_coin\n" in text  # by name; with llm.needs, with what it needs from the game's needs.txt
+    assert "collect_coin: needs a coin in the room" in generation_prompt(spec, 2, LLMSettings(needs=True))
     assert "cross_room: 50%" in feedback_prompt(spec, {"collect_coin": 10.0, "cross_room": 50.0}, [], 2)
     client = ScriptedClient(default=auto_reply(config_cls))
     configs, _ = Designer(spec, LLMSettings(backend="openai", model="fake"), client=client).generate(2)
@@ -242,7 +243,8 @@ def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
     calls = {}
     for method in ("envgen", "coin_rooms"):
         out = tmp_path / method
-        cfg = load_run_config(None, TINY + ["env=toy", f"method={method}", "llm.backend=openai", "llm.model=fake"])
+        cfg = load_run_config(None, TINY + ["env=toy", f"method={method}", "llm.backend=openai", "llm.model=fake",
+                                            "llm.targets=true"])
         report = EnvGenRun(cfg, out, llm_client=client).run()
         assert report["env_steps"] == 2 * (256 + 256) + 512  # 12 PPO updates per seed in the toy's environments
         assert report["seeds"] == 2 and set(report["achievements"]) == {"collect_coin", "cross_room"}

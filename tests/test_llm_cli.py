@@ -41,7 +41,7 @@ def test_generate_feedback_and_replay(tmp_path, server, capsys, monkeypatch):
                 "--out", str(out2), "--transcript", str(transcript), *common]) == 0
     assert len(json.loads(out2.read_text())["environments"]) == 2
     prompt = server.requests[1]["messages"][0]["content"]
-    assert "collect_coal: 10% +/- 2%" in prompt and "Environment 4 (tried): " in prompt
+    assert "collect_coal: 10% +/- 2%" in prompt and "Environment 4: {" in prompt  # llm.history "json"
 
     out3 = tmp_path / "envs3.json"
     assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
@@ -98,9 +98,11 @@ def test_generate_writes_the_targets_each_environment_names(tmp_path, capsys):
     zombies = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
     reply = design_json([iron, zombies], ["iron", "zombies"], targets=[["collect_iron"], ["defeat_zombie"]])
     out = tmp_path / "envs.json"
+    config = tmp_path / "llm.yaml"  # the designer that asks for targets and shows them back in words
+    config.write_text("llm:\n  targets: true\n  history: summary\n")
     with FakeOpenAIServer(lambda request: (200, completion_body(reply), {})) as s:
         assert run(["llm", "generate", "--num-envs", "2", "--base-url", s.base_url, "--model", "fake",
-                    "--out", str(out)]) == 0
+                    "--llm-config", str(config), "--out", str(out)]) == 0
     written = json.loads(out.read_text())["environments"]
     assert [list(e) for e in written] == [["targets", "purpose", "config"]] * 2
     assert [e["targets"] for e in written] == [["collect_iron"], ["defeat_zombie"]]
@@ -110,7 +112,8 @@ def test_generate_writes_the_targets_each_environment_names(tmp_path, capsys):
     feedback.write_text(json.dumps({name: 20.0 for name in CRAFTER_ACHIEVEMENTS}))
     with FakeOpenAIServer(lambda request: (200, completion_body(reply), {})) as s:
         assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
-                    "--base-url", s.base_url, "--model", "fake", "--out", str(tmp_path / "envs2.json")]) == 0
+                    "--base-url", s.base_url, "--model", "fake", "--llm-config", str(config),
+                    "--out", str(tmp_path / "envs2.json")]) == 0
         prompt = s.requests[0]["messages"][-1]["content"]
     assert "It was meant to train collect_iron." in prompt and "It was meant to train defeat_zombie." in prompt
     bad = json.loads(out.read_text())

@@ -102,9 +102,8 @@ def test_feedback_continues_the_conversation(tmp_path):
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"] == GOOD
     assert "collect_diamond: 1% +/- 1%" in sent[2]["content"]
-    for i, c in enumerate(first):  # llm.history "summary": each earlier environment in words, marked as tried
-        changed = [f"{k} = {json.dumps(v) if isinstance(v, bool) else v}" for sec in c.to_dict(only_changed=True).values() for k, v in sec.items()]
-        assert f"Environment {i + 1} (tried): {', '.join(changed)}." in sent[2]["content"]
+    for i, c in enumerate(first):  # llm.history "json" (the default): each earlier environment's configuration
+        assert f"Environment {i + 1}: {json.dumps(c.to_dict(only_changed=True))}" in sent[2]["content"]
     assert "You control the following settings" not in sent[2]["content"]  # rules are not re-sent mid-conversation
     assert len(designer.messages) == 4 and designer.requests == 2
 
@@ -115,7 +114,7 @@ def test_feedback_first_includes_generation_prompt(tmp_path):
     designer.feedback({k: v[0] for k, v in SUCCESS.items()}, 4, previous=previous)
     text = client.calls[0]["messages"][0]["content"]
     assert "You control the following settings" in text
-    assert "Environment 1 (tried): target_biome = mountain." in text
+    assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text
 
 
 def test_bad_success_rates_are_rejected_before_calling(tmp_path):
@@ -389,7 +388,8 @@ def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
     unknown = design_json([iron, iron], targets=[["mine_iron"], []])
     zombies = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
     good = design_json([iron, zombies], targets=[["collect_iron"], ["defeat_zombie"]])
-    designer, client, _ = make(tmp_path, [unknown, unserved, good])
+    on = LLMSettings(**{**SETTINGS.to_dict(), "targets": True, "history": "summary"})
+    designer, client, _ = make(tmp_path, [unknown, unserved, good], settings=on)
     configs, _ = designer.generate(2)
     item = client.calls[0]["response_format"]["json_schema"]["schema"]["properties"]["environments"]["items"]
     assert list(item["properties"]) == ["targets", "purpose", "config"] == item["required"]
@@ -403,7 +403,8 @@ def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
     assert designer.targets == [["collect_iron"], ["defeat_zombie"]] and configs[1].wood_sword == 1
     # The next feedback turn shows what each earlier environment was meant to train.
     designer2, client2, _ = make(tmp_path / "b", [good, design_json(varied_configs(CrafterConfig, 2, offset=3),
-                                                                     targets=[["collect_wood"], ["collect_stone"]])])
+                                                                     targets=[["collect_wood"], ["collect_stone"]])],
+                             settings=on)
     designer2.generate(2)
     designer2.feedback(SUCCESS, 2, inside=[{"collect_iron": 30.0}, None])
     turn = client2.calls[1]["messages"][-1]["content"]
@@ -441,7 +442,7 @@ def test_every_request_has_its_own_seed_and_repeats_of_any_earlier_design_go_bac
 def test_a_fresh_conversation_shows_earlier_designs_only_in_words(tmp_path):
     """llm.conversation "fresh": each feedback call is a new conversation (the generation prompt, then the
     feedback) holding no earlier reply to copy; every earlier design is listed once, in words, marked as tried."""
-    settings = LLMSettings(**{**SETTINGS.to_dict(), "conversation": "fresh"})
+    settings = LLMSettings(**{**SETTINGS.to_dict(), "conversation": "fresh", "history": "summary"})
     one, two, three = (varied_configs(CrafterConfig, 2, offset=k) for k in (0, 2, 4))
     designer, client, _ = make(tmp_path, [design_json(c) for c in (one, two, one, three)], settings=settings)
     designer.generate(2)
@@ -469,6 +470,14 @@ def test_a_fresh_conversation_shows_earlier_designs_only_in_words(tmp_path):
     assert len(restored.history) == 4 and restored.history[:3] == designer.history
     with pytest.raises(Exception, match="llm.conversation"):
         LLMSettings(conversation="forgetful")
+    # With llm.history "json" a fresh conversation lists the earlier designs as their configurations instead.
+    as_json = LLMSettings(**{**settings.to_dict(), "history": "json"})
+    designer, client, _ = make(tmp_path / "json", [design_json(c) for c in (one, two, three)], settings=as_json)
+    designer.generate(2)
+    designer.feedback(SUCCESS, 2)
+    designer.feedback(SUCCESS, 2)
+    earlier = client.calls[2]["messages"][0]["content"].split("before those (tried, do not repeat them):\n")[1]
+    assert earlier.startswith(f"- {json.dumps(one[0])}\n- {json.dumps(one[1])}\n")
 
 
 def test_one_environment_per_reply_in_consecutive_turns(tmp_path):

@@ -30,9 +30,10 @@ def test_generation_prompt_lists_every_setting_value_and_achievement():
         for choice in s.choices or ():
             assert repr(choice) in text
     needs = SPEC.needs()
-    for name in CRAFTER_ACHIEVEMENTS:  # each with what it needs (llm.needs), or bare with needs off
-        assert f"\n{name}: needs {needs[name]}\n" in text
-        assert f"\n{name}\n" in prompts.generation_prompt(SPEC, 4, LLMSettings(needs=False))
+    with_needs = prompts.generation_prompt(SPEC, 4, LLMSettings(needs=True))
+    for name in CRAFTER_ACHIEVEMENTS:  # bare by default, each with what it needs with llm.needs
+        assert f"\n{name}\n" in text and "needs " + needs[name] not in text
+        assert f"\n{name}: needs {needs[name]}\n" in with_needs
     assert "stone pickaxe in hand" in needs["collect_iron"] and "2 wood" in needs["place_table"]
     for rule in ("only drink water", "wood pickaxe", "stone pickaxe", "iron pickaxe", "table", "furnace",
                  "Skeletons", "Zombies", "Sleeping", "mountains"):
@@ -76,20 +77,22 @@ def test_feedback_lists_the_weakest_achievements_first():
 
 def test_feedback_prompt_has_scores_and_previous_configs():
     previous = [CrafterConfig.from_dict({"environment_settings": {"target_biome": "mountain"}}), CrafterConfig()]
-    text = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3)
-    assert "collect_coal: 0% +/- 1.5%" in text and "wake_up: 84% +/- 1.5%" in text
-    assert "collect_stone: 20% +/- 1.5%" in text
+    text_json = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3)
+    assert "collect_coal: 0% +/- 1.5%" in text_json and "wake_up: 84% +/- 1.5%" in text_json
+    assert "collect_stone: 20% +/- 1.5%" in text_json
     for name in CRAFTER_ACHIEVEMENTS:
-        assert f"{name}: " in text
-    # llm.history "summary" (the default): settings in words, marked as tried, with targets and what the agent
-    # unlocked inside each; "json": the configurations as the paper showed them.
+        assert f"{name}: " in text_json
+    # llm.history "json" (the default): the configurations as the paper showed them; "summary": settings in words,
+    # marked as tried, with targets and what the agent unlocked inside each.
+    assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text_json
+    assert "Environment 2: {}" in text_json and "(tried)" not in text_json
+    summary = LLMSettings(history="summary")
+    text = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3, settings=summary)
     assert "Environment 1 (tried): target_biome = mountain." in text
     assert "Environment 2 (tried): the original game." in text and '{"environment_settings"' not in text
-    text_json = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3, settings=LLMSettings(history="json"))
-    assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text_json
-    assert "Environment 2: {}" in text_json
     inside = [{"collect_stone": 62.5, "collect_coal": 0.4, "place_stone": 12.0}, {"collect_wood": None}]
-    told = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3, targets=[["collect_stone"], []], inside=inside)
+    told = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3, settings=summary, targets=[["collect_stone"], []],
+                                   inside=inside)
     assert ("Environment 1 (tried): target_biome = mountain. It was meant to train collect_stone. Inside it the agent "
             "unlocked collect_stone 62%, place_stone 12%; anything else in under 1% of its episodes.") in told
     assert "Environment 2 (tried): the original game. No episode finished in it" in told

@@ -32,7 +32,9 @@ TINY = [s for s in golden.TINY if not s.startswith(("output.pictures=", "output.
 @pytest.fixture(scope="module")
 def envgen_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("envgen_run")
-    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", TINY + ["llm.backend=openai", "llm.model=fake"])
+    # llm.history "summary": the feedback shows what the agent unlocked inside each earlier environment (checked below)
+    cfg = load_run_config(ROOT / "configs" / "smoke.yaml", TINY + ["llm.backend=openai", "llm.model=fake",
+                                                                   "llm.history=summary"])
     client = ScriptedClient(default=auto_reply(CrafterConfig))
     report = EnvGenRun(cfg, out, llm_client=client).run()
     return out, report, client

@@ -55,15 +55,17 @@ class LLMSettings:
     # 1.5B offline model answered repair turns with its previous reply word for word; sampled at 0.7 its repeats of
     # the earlier design fell from 46% to 29% of environments (benchmarks/results/designer_quality.md).
     repair_temperature: float | None = 0.7
-    # How the designer is asked (README "The designer"; each measured in benchmarks/designer_quality.py):
+    # How the designer is asked (README "The designer"; each measured in benchmarks/designer_quality.py and decided
+    # by a rule set beforehand: an idea stays only if removing it lowers targeting, or raises repeats or tokens
+    # written, with p < 0.05 over two requests per profile). None of these four met it, so each is off by default:
     # targets: each environment first names the achievements it trains (1 to 3, constrained to the game's names),
     # then its settings; with advice "all", a target its settings give nothing for goes back for repair.
-    targets: bool = True
+    targets: bool = False
     # needs: the achievements listed with what each needs, from the game's rules (its prompts/needs.txt).
-    needs: bool = True
-    # history: the earlier environments in the feedback turn, "summary" (their settings in words, what they trained
-    # and what the agent unlocked inside each, marked as tried) or "json" (the configurations, as the paper did).
-    history: History = "summary"
+    needs: bool = False
+    # history: the earlier environments in the feedback turn, "json" (the configurations, as the paper did) or
+    # "summary" (their settings in words, what they trained and what the agent unlocked inside each, marked as tried).
+    history: History = "json"
     # conversation: "continued" keeps every cycle's prompt and accepted reply in one conversation (the paper's);
     # "fresh" asks each feedback call in a new one, the generation prompt then the feedback, with the earlier
     # designs shown only as `history` describes them: the model has no earlier reply to paste back (in the second
@@ -71,7 +73,7 @@ class LLMSettings:
     conversation: Conversation = "continued"
     # only_changes: the reply's schema offers each setting's values except its default (a setting written is a
     # setting changed; the validator still accepts defaults from unconstrained endpoints).
-    only_changes: bool = True
+    only_changes: bool = False
     # envs_per_reply: environments asked per reply (None: all in one, as the paper). The bundled run configs ask one
     # per reply: asked all at once, the 1.5B model wrote near-copies of its first environment and repair turns
     # returned the same reply; one per reply, each on its own branch with the ones written so far in words, its
