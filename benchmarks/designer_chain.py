@@ -132,14 +132,18 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# LLM settings added after chain files were first written, with the value that asks as the code did before each
+# existed (its default when added; a later default may differ, so today's LLMSettings() cannot tell).
+BEFORE_ADDED = {"analysis": "each_reply"}
+
+
 def differing(old: dict, new: dict) -> list[str]:
     """The settings that make an earlier file's chains incomparable with new ones: any that differ, except an LLM
-    setting added since (absent from the file) at its default, which asks as before."""
-    defaults = LLMSettings().to_dict()
+    setting added since (absent from the file) at the value that asks as before (BEFORE_ADDED)."""
     out = [k for k in {**old, **new} if k != "llm" and old.get(k) != new.get(k)]
     was, now = old.get("llm") or {}, new.get("llm") or {}
     out += [f"llm.{k}" for k in {**was, **now}
-            if (was[k] != now.get(k) if k in was else now[k] != defaults.get(k))]
+            if (was[k] != now.get(k) if k in was else k not in BEFORE_ADDED or now[k] != BEFORE_ADDED[k])]
     return out
 
 

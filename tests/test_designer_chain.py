@@ -12,6 +12,7 @@ from benchmarks import designer_chain as chain  # noqa: E402
 from envgen_jax import games  # noqa: E402
 from envgen_jax.envs.crafter.config import CrafterConfig  # noqa: E402
 from envgen_jax.llm.testing import ScriptedClient, design_json, varied_configs  # noqa: E402
+from envgen_jax.llm.settings import LLMSettings  # noqa: E402
 
 A = varied_configs(CrafterConfig, 4)
 B = varied_configs(CrafterConfig, 4, offset=9)
@@ -65,9 +66,11 @@ def test_a_chain_counts_repeats_across_and_inside_cycles(tmp_path):
 
 def test_resume_refuses_other_settings_but_not_a_setting_added_at_its_default():
     settings = {"config": "c.yaml", "num_envs": 4, "llm": {"temperature": 0.7, "needs": True}}
-    added = {**settings, "llm": {**settings["llm"], "analysis": "each_reply"}}  # a field the file predates
-    assert chain.differing(settings, added) == []
+    # a field the file predates, at the value that asks as the code did before it (not today's default)
+    added = {**settings, "llm": {**settings["llm"], "analysis": "each_reply"}}
+    assert chain.differing(settings, added) == [] and LLMSettings().analysis == "first_reply"
     assert chain.differing(settings, {**added, "llm": {**added["llm"], "analysis": "first_reply"}}) == \
         ["llm.analysis"]
+    assert chain.differing(settings, {**settings, "llm": {**settings["llm"], "advice": "all"}}) == ["llm.advice"]
     assert chain.differing(settings, {**settings, "num_envs": 2, "llm": {"temperature": 0.0, "needs": True}}) == \
         ["num_envs", "llm.temperature"]

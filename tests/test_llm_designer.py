@@ -512,7 +512,7 @@ def test_one_environment_per_reply_in_consecutive_turns(tmp_path):
 
 def test_later_replies_read_the_first_analysis_instead_of_writing_one(tmp_path):
     """llm.analysis "first_reply": the first reply of a design writes the analysis; later replies get it in their
-    prompt and a schema without it (fewer tokens a call); "each_reply" (the default) asks every reply for one."""
+    prompt and a schema without it (fewer tokens a call; the default); "each_reply" asks every reply for one."""
     a, b, c = varied_configs(CrafterConfig, 3, offset=2)
     first = json.dumps({"analysis": "Wood tools are weak.", **json.loads(design_json([a]))})
 
