@@ -2,6 +2,8 @@ r"""Does the designer keep writing new environments over a whole run? Four cycle
 
     python benchmarks/designer_chain.py                               # the study's designer, 2 chains on Crafter
     python benchmarks/designer_chain.py --seeds 0,1,2 --resume        # add a chain to an earlier file
+    python benchmarks/designer_chain.py --config configs/crafter_envgen.yaml \
+        --out benchmarks/results/designer_chain_default.json           # the designer the bundled configs run
     python benchmarks/designer_chain.py --set llm.targets=false --set llm.needs=false --set llm.history=json \
         --set llm.only_changes=false --set llm.envs_per_reply=null --out benchmarks/results/designer_chain_v1.json
     python benchmarks/designer_chain.py --set llm.conversation=fresh --out benchmarks/results/designer_chain_fresh.json

@@ -10,6 +10,8 @@
 # 4. A second request per profile for v2 and each single-idea ablation (the rule decides each idea on two), then
 #    v2 with one analysis a design.
 # 5. v2 without repair turns for advice.
+# 6. v3, the designer the verdicts leave (the bundled configs' llm settings), two requests per profile: the aims.
+# 7. v3 over whole runs: two 4-cycle chains with the bundled Crafter config (repeats across cycles; latency).
 # Each idea's verdict: the "The rule" table of benchmarks/results/designer_quality_v2.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,3 +37,8 @@ $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --res
 #    decided by the same rule (the advice repairs stay if removing them lowers targeting, or raises repeats or
 #    tokens written, with p < 0.05).
 $PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --resume --variants v2,v2_no_advice
+# 6. The designer left by the verdicts (v3: the bundled configs' designer), seeds 0 and 1, into the v2 table.
+$PY benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --repeats 2 --resume --variants v3
+# 7. The same designer over whole runs (4 cycles, feedback that changes; seeds 0 and 1) as configs/crafter_envgen.yaml
+#    builds it, on the otherwise idle CPU for the latency aim.
+chain 0,1 $R/designer_chain_default.json --config configs/crafter_envgen.yaml

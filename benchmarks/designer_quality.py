@@ -27,10 +27,11 @@ Per call: valid on the first try, repairs, failure, latency, prompt/completion t
 - diversity: distinct configurations per call (2 identical out of 4 is 3/4);
 - consistency: its purpose matches what it changes (TargetMap.purpose_consistency; purposes naming nothing checkable
   are left out).
-Designer variants (--variants, see VARIANTS): `v2` (the designer as a run asks it now: each environment names its
-targets first, the achievements are listed with what each needs, the earlier environments are described in words,
-without the agent's success inside each, which only a run measures, a repeat of any earlier design and targets the settings do not serve go back for up to two repair turns),
-`v2_greedy` (at temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and
+Designer variants (--variants, see VARIANTS): `v2` (the second study's designer: each environment names its targets
+first, the achievements are listed with what each needs, the earlier environments are described in words, without
+the agent's success inside each, which only a run measures, a repeat of any earlier design and targets the settings
+do not serve go back for up to two repair turns), `v3` (the designer left by the verdicts, as the bundled configs
+run it), `v2_greedy` (at temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and
 `v2_with_defaults`, `v2_analysis_once` (the later replies of a design read the first one's analysis instead of
 writing their own: fewer tokens a call), `v2_no_advice` (no repair turn for a valid but wasteful environment: fewer
 replies a call), and `v1` (the designer of the first study). The
@@ -219,8 +220,13 @@ V1 = (("targets", False), ("needs", False), ("history", "json"), ("only_changes"
 # bundled run configs ask.
 V2 = (("envs_per_reply", 1), ("targets", True), ("needs", True), ("history", "summary"), ("only_changes", True),
       ("analysis", "each_reply"))
+# v3: v2 with each idea set by the rule's verdict (README "The designer"), pinned the same way; as the bundled run
+# configs ask (a test holds it to configs/crafter_envgen.yaml and heist_envgen.yaml), each feedback call in a fresh
+# conversation.
+V3 = (("envs_per_reply", 1), ("targets", False), ("needs", False), ("history", "json"), ("only_changes", False),
+      ("analysis", "first_reply"), ("conversation", "fresh"))
 VARIANTS: dict[str, Variant] = {
-    "v2": Variant(current, "all", "the designer as it runs now: targets first, achievements with their needs, earlier "
+    "v2": Variant(current, "all", "the second study's designer: targets first, achievements with their needs, earlier "
                                   "environments in words (no agent here, so without what it unlocked inside "
                                   "each, which a run adds), only values that change "
                                   "a setting, one environment per reply, any earlier design's repeat and unserved "
@@ -236,6 +242,10 @@ VARIANTS: dict[str, Variant] = {
                                 "analysis instead of writing one", 0.7, V2 + (("analysis", "first_reply"),)),
     "v2_no_advice": Variant(current, "none", "v2 with every valid environment accepted as it is: no repair turn "
                             "for advice (repeats, unserved targets)", 0.7, V2),
+    "v3": Variant(current, "none", "the designer left by the rule's verdicts, as the bundled configs run it: no "
+                                   "targets, achievements by name, earlier environments as JSON in a fresh "
+                                   "conversation, default values offered, one environment per reply with the "
+                                   "first reply's analysis, every valid environment accepted", 0.7, V3),
     "v2_all_at_once": Variant(current, "all", "v2 asking for all environments in one reply", 0.7,
                               (("envs_per_reply", None),)),
     "v2_one_per_reply": Variant(current, "all", "v2 with one environment per reply (the default since it was "
@@ -810,8 +820,8 @@ def parse_args(argv=None):
     ap.add_argument("--model", help="the endpoint's model name (with --base-url)")
     ap.add_argument("--env", default="crafter,heist", help="comma list (default crafter,heist)")
     ap.add_argument("--profiles", help="comma list of profile names (default: all of each env's; see PROFILES)")
-    ap.add_argument("--variants", "--variant", default="v2", help=f"prompt variants, comma list: "
-                    f"{', '.join(VARIANTS)} (default v2: the designer as a run asks it)")
+    ap.add_argument("--variants", "--variant", default="v3", help=f"prompt variants, comma list: "
+                    f"{', '.join(VARIANTS)} (default v3: the designer as a run asks it)")
     ap.add_argument("--repeats", type=int, default=3, help="requests per profile, seeds 0..K-1 (default 3)")
     ap.add_argument("--temperature", type=float, default=0.7,
                     help="sampling temperature (default 0.7, so that repeats differ; runs use 0)")

@@ -171,6 +171,21 @@ def test_v2_variants_keep_their_meaning_when_the_defaults_change():
     assert dataclasses.replace(no_advice, advice="all") == v2  # v2 in every other setting
 
 
+def test_v3_is_the_designer_the_bundled_configs_run():
+    """v3 is measured as the aims' "designer as it runs by default": every design setting of the bundled Crafter and
+    Heist configs (the LLMSettings defaults the verdicts left, plus what the configs set), pinned."""
+    from envgen_jax.llm.settings import LLMSettings
+    from envgen_jax.run_config import load_run_config
+    fields = ("targets", "needs", "history", "only_changes", "analysis", "conversation", "envs_per_reply", "advice",
+              "repair_temperature", "temperature", "max_repairs", "max_tokens")
+    v3 = dq.VARIANTS["v3"].settings(dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"])))
+    for name in ("crafter_envgen.yaml", "heist_envgen.yaml"):
+        bundled = load_run_config(ROOT / "configs" / name).llm
+        assert {f: getattr(v3, f) for f in fields} == {f: getattr(bundled, f) for f in fields}, name
+    flipped = dq.VARIANTS["v3"].settings(LLMSettings(targets=True, advice="all", history="summary"))
+    assert (flipped.targets, flipped.advice, flipped.history) == (False, "none", "json")  # pinned
+
+
 def test_variants_are_paired_with_v2_request_by_request():
     """The paired comparison: only requests both variants answered, the difference of their per-request shares, and
     a p-value that a difference of one request in two cannot make small."""

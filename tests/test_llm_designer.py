@@ -13,7 +13,9 @@ from envgen_jax.llm.testing import ScriptedClient, auto_reply, design_json, vari
 from envgen_jax.llm.transcript import read_transcript
 
 CRAFTER = games.get("crafter").designer_spec()  # the game's view, as the loop and the CLI build it
-SETTINGS = LLMSettings(backend="openai", model="fake", backoff_s=0.01, backoff_max_s=0.02, max_retries=2)
+# advice "all": these tests follow valid but wasteful designs back for repair (the default, "none", accepts them)
+SETTINGS = LLMSettings(backend="openai", model="fake", backoff_s=0.01, backoff_max_s=0.02, max_retries=2,
+                       advice="all")
 SUCCESS = {name: (float(i), 1.0) for i, name in enumerate(CRAFTER_ACHIEVEMENTS)}
 GOOD = design_json(varied_configs(CrafterConfig, 4))
 GOOD_3 = design_json(varied_configs(CrafterConfig, 3, offset=5))
@@ -342,6 +344,10 @@ def test_repeated_or_unchanged_environments_go_back_once_and_never_fail_the_step
     assert len(configs) == 3 and configs[0] == configs[1] and len(client.calls) == 2
     design = [r for r in read_transcript(tmp_path / "b" / "t.jsonl") if r["event"] == "design"][0]
     assert design["ok"] and len(design["advice_left"]) == 2
+    # By default (llm.advice "none") a valid design is accepted as it is, with no repair turn.
+    default = LLMSettings(**{**SETTINGS.to_dict(), "advice": LLMSettings().advice})
+    designer, client, _ = make(tmp_path / "c", [wasteful], settings=default)
+    assert len(designer.generate(3)[0]) == 3 and len(client.calls) == 1 and default.advice == "none"
 
 
 def test_repeats_of_the_trained_design_and_unkept_purposes_go_back_once(tmp_path):
