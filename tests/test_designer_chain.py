@@ -64,7 +64,7 @@ def test_a_chain_counts_repeats_across_and_inside_cycles(tmp_path):
     assert out.read_bytes() == before
 
 
-def test_resume_refuses_other_settings_but_not_a_setting_added_at_its_default():
+def test_resume_refuses_other_settings_but_not_a_setting_added_since_at_its_earlier_value():
     settings = {"config": "c.yaml", "num_envs": 4, "llm": {"temperature": 0.7, "needs": True}}
     # a field the file predates, at the value that asks as the code did before it (not today's default)
     added = {**settings, "llm": {**settings["llm"], "analysis": "each_reply"}}
