@@ -744,6 +744,18 @@ def prompt_text(spec: EnvSpec, env: str, profile: str, n: int, settings: LLMSett
     return feedback_prompt(spec, success_rates(env, prof), previous, n, settings=settings)
 
 
+def repeats_of(variant_settings: LLMSettings, plan: dict) -> int:
+    """Requests per profile: a greedy variant answers every seed alike, so one says all."""
+    return 1 if variant_settings.temperature == 0 else plan["repeats"]
+
+
+def calls_left(model: str, settings: LLMSettings, plan: dict, done: set) -> int:
+    """How many of the plan's calls for `model` are not in `done` (none: no server needs to start)."""
+    return sum(Call(model, variant, env, profile, repeat).key not in done
+               for variant in plan["variants"] for env in plan["envs"] for profile in plan["profiles"][env]
+               for repeat in range(repeats_of(VARIANTS[variant].settings(settings), plan)))
+
+
 def run_model(model: str, settings: LLMSettings, plan: dict, done: set, workdir: Path,
               on_record: Callable[[dict], None], prompts: dict, client: Any = None) -> None:
     """Every call of the plan for one model (those in `done` are skipped), repeats of one prompt back to back."""
@@ -751,8 +763,7 @@ def run_model(model: str, settings: LLMSettings, plan: dict, done: set, workdir:
         for env in plan["envs"]:
             spec = VARIANTS[variant].prompts(base_spec(env), workdir / "prompts" / variant)
             variant_settings = VARIANTS[variant].settings(settings)
-            # A greedy variant answers every seed alike: one request per profile says all.
-            repeats = 1 if variant_settings.temperature == 0 else plan["repeats"]
+            repeats = repeats_of(variant_settings, plan)
             for profile in plan["profiles"][env]:
                 prompts[f"{env}/{profile}/{variant}"] = prompt_text(spec, env, profile, plan["num_envs"],
                                                                     variant_settings)
@@ -778,6 +789,9 @@ def run_offline(model: str, args, plan, done, workdir, on_record, prompts, model
     from envgen_jax.llm.models import get_model
 
     m = get_model(model)
+    if not calls_left(model, llm_settings(args, model=model), plan, done):
+        print(f"{model}: every planned call is already in --out", flush=True)
+        return
     with LocalServer(model=model, n_threads=args.threads, startup_timeout_s=args.startup_timeout,
                      alias=model) as server:
         models[model] = {"served_by": "llama.cpp server (xllamacpp) on this machine's CPU", "title": m.title,
@@ -798,11 +812,12 @@ def settings_of(args, plan: dict) -> dict:
 COMPARABLE = ("temperature", "num_envs", "max_repairs", "max_tokens", "heist_world_dim", "tiny")
 
 
-def resumed(out: Path, settings: dict) -> tuple[list[dict], dict, dict]:
-    """(calls, models, prompts) kept from an earlier --out made with the same settings. Calls that failed on the
-    endpoint (LLMError: server down, time-out) are dropped, to be made again; the model's own failures stay."""
+def resumed(out: Path, settings: dict) -> tuple[list[dict], dict, dict, dict]:
+    """(calls, models, prompts, environment) kept from an earlier --out made with the same settings. Calls that
+    failed on the endpoint (LLMError: server down, time-out) are dropped, to be made again; the model's own failures
+    stay."""
     if not out.exists():
-        return [], {}, {}
+        return [], {}, {}, {}
     old = json.loads(out.read_text())
     differ = [k for k in COMPARABLE if old.get("settings", {}).get(k) != settings[k]]
     if differ:
@@ -810,7 +825,7 @@ def resumed(out: Path, settings: dict) -> tuple[list[dict], dict, dict]:
                          f"or leave out --resume")
     calls = [{k: v for k, v in c.items() if k not in SCORES} for c in old.get("calls", [])
              if not (c.get("error") or "").startswith("LLMError")]
-    return calls, old.get("models", {}), old.get("prompts", {})
+    return calls, old.get("models", {}), old.get("prompts", {}), old.get("environment", {})
 
 
 def parse_args(argv=None):
@@ -875,18 +890,21 @@ def main(argv=None, client: Any = None) -> dict:
     args = parse_args(argv)
     plan = make_plan(args)
     settings = settings_of(args, plan)
-    records, models, prompts = resumed(args.out, settings) if args.resume else ([], {}, {})
+    records, models, prompts, kept_env = resumed(args.out, settings) if args.resume else ([], {}, {}, {})
     done = {tuple(r[f.name] for f in dataclasses.fields(Call)) for r in records}
     from benchmarks.common import code_version, environment
 
     env_info = {**environment(), "llm_runs_on": args.base_url or "this machine's CPU (llama.cpp)"}
     # Each call's own code: a resumed file's `environment` is its last process's (calls made before 2026-11-25's
-    # evening carry only measured_at).
+    # evening carry only measured_at). A resume that makes no call keeps the file's, so that its date and commit
+    # still say when and with what the last measurement was made.
     code = code_version()
+    made = []
 
     def on_record(record: dict) -> None:
         record["code"] = code
         records.append(record)
+        made.append(record)
         write(build_result(records, settings, env_info, models, prompts), args.out)
 
     with tempfile.TemporaryDirectory(prefix="designer-quality-") as tmp:
@@ -897,7 +915,7 @@ def main(argv=None, client: Any = None) -> dict:
         else:
             for model in args.models.split(","):
                 run_offline(model, args, plan, done, Path(tmp), on_record, prompts, models)
-    result = build_result(records, settings, env_info, models, prompts)
+    result = build_result(records, settings, env_info if made or not kept_env else kept_env, models, prompts)
     paths = write(result, args.out, with_plot=True)
     print(markdown(result))
     print(f"wrote {', '.join(paths.values())}")

@@ -118,8 +118,38 @@ def test_resume_makes_only_the_missing_calls(run, tmp_path):
     (row,) = outcome["result"]["aggregates"]["by_env"]
     assert row["calls"] == 5 and row["targeting"]["hits"] == 4 and row["repeats_previous"]["hits"] == 2
     assert all(c["code"]["commit"] is not None for c in outcome["result"]["calls"])  # each call's own code
+    # Resumed again with nothing left: no call, and the file still says when its last measurement was made.
+    data = json.loads(copy.read_text())
+    data["environment"]["date"] = "2000-01-01T00:00:00Z"
+    copy.write_text(json.dumps(data))
+    idle = ScriptedClient([])
+    again = dq.main([*ARGS, "--out", str(copy), "--resume", "--repeats", "3",
+                     "--profiles", "weak_iron_diamond"], client=idle)
+    assert idle.calls == [] and again["result"]["environment"]["date"] == "2000-01-01T00:00:00Z"
+    assert json.loads(copy.read_text())["environment"]["date"] == "2000-01-01T00:00:00Z"
+    assert again["result"]["calls"] == outcome["result"]["calls"]
     with pytest.raises(SystemExit, match="other settings"):
         dq.main([*ARGS, "--out", str(copy), "--resume", "--temperature", "0"], client=client)
+
+
+def test_an_offline_model_with_every_call_made_starts_no_server(monkeypatch):
+    import envgen_jax.llm.local_server as local_server
+
+    def no_server(*_, **__):
+        raise AssertionError("a server was started with nothing left to ask")
+
+    monkeypatch.setattr(local_server, "LocalServer", no_server)
+    model = "qwen2.5-coder-1.5b"
+    args = dq.parse_args(["--models", model, "--env", "crafter", "--profiles", "first_cycle,weak_combat",
+                          "--variants", "v3,v2_greedy", "--repeats", "2"])
+    plan = dq.make_plan(args)
+    # v3 samples: two requests a profile; v2_greedy is greedy: one says all.
+    keys = {(model, v, "crafter", p, r) for p in ("first_cycle", "weak_combat")
+            for v, repeats in (("v3", 2), ("v2_greedy", 1)) for r in range(repeats)}
+    settings = dq.llm_settings(args, model=model)
+    assert dq.calls_left(model, settings, plan, keys) == 0
+    assert dq.calls_left(model, settings, plan, keys - {(model, "v3", "crafter", "weak_combat", 1)}) == 1
+    dq.run_offline(model, args, plan, keys, Path("unused"), None, {}, {})  # returns before any server
 
 
 def test_with_example_variant_shows_the_old_example_and_current_does_not(tmp_path):
