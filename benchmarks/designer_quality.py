@@ -899,12 +899,11 @@ def main(argv=None, client: Any = None) -> dict:
     # evening carry only measured_at). A resume that makes no call keeps the file's, so that its date and commit
     # still say when and with what the last measurement was made.
     code = code_version()
-    made = []
+    kept = len(records)
 
     def on_record(record: dict) -> None:
         record["code"] = code
         records.append(record)
-        made.append(record)
         write(build_result(records, settings, env_info, models, prompts), args.out)
 
     with tempfile.TemporaryDirectory(prefix="designer-quality-") as tmp:
@@ -915,7 +914,8 @@ def main(argv=None, client: Any = None) -> dict:
         else:
             for model in args.models.split(","):
                 run_offline(model, args, plan, done, Path(tmp), on_record, prompts, models)
-    result = build_result(records, settings, env_info if made or not kept_env else kept_env, models, prompts)
+    measured_now = len(records) > kept or not kept_env
+    result = build_result(records, settings, env_info if measured_now else kept_env, models, prompts)
     paths = write(result, args.out, with_plot=True)
     print(markdown(result))
     print(f"wrote {', '.join(paths.values())}")

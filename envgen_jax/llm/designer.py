@@ -91,7 +91,7 @@ class Designer:
         targets = self.targets if previous is None else previous_targets
         previous = list(self.configs if previous is None else previous)
         per = self.settings.envs_per_reply
-        fresh = self.settings.conversation == "fresh"  # a new conversation: earlier designs only as `history` shows them
+        fresh = self.settings.conversation == "fresh"  # a new conversation: earlier designs only as `history` has them
         prompt = feedback_prompt(self.spec, success, previous, self._check_n(n),
                                  with_generation=fresh or not self.messages, notes=notes, settings=self.settings,
                                  targets=targets, inside=inside, per_reply=per, earlier=self.history if fresh else ())
