@@ -220,7 +220,7 @@ V1 = (("targets", False), ("needs", False), ("history", "json"), ("only_changes"
 # bundled run configs ask.
 V2 = (("envs_per_reply", 1), ("targets", True), ("needs", True), ("history", "summary"), ("only_changes", True),
       ("analysis", "each_reply"))
-# v3: v2 with each idea set by the rule's verdict (README "The designer"), pinned the same way; as the bundled run
+# v3: v2 with each idea set by the rule's verdict (docs/designer.md), pinned the same way; as the bundled run
 # configs ask (a test holds it to configs/crafter_envgen.yaml and heist_envgen.yaml), each feedback call in a fresh
 # conversation.
 V3 = (("envs_per_reply", 1), ("targets", False), ("needs", False), ("history", "json"), ("only_changes", False),
@@ -482,7 +482,7 @@ def paired(records: list[dict], reference: str = REFERENCE) -> list[dict]:
     return out
 
 
-# The rule that decides each idea of v2 (README "The designer"; set on 2026-11-25 at 19:20 UTC before any second
+# The rule that decides each idea of v2 (docs/designer.md; set on 2026-11-25 at 19:20 UTC before any second
 # request, tokens added at 20:10, advice repairs at 22:10 before any of their requests): an idea stays if its
 # ablation (v2 without it) lowers targeting, or raises repeats of the earlier design or the tokens written, with
 # p < ALPHA, paired with v2 over two requests per profile; otherwise it goes. A new idea is adopted if its variant
@@ -594,7 +594,7 @@ def _difference(entry: dict, scale: float) -> str:
 
 
 def markdown(result: dict) -> str:
-    """The README table: per model x prompt x env and both envs together; targeting per profile; the aim."""
+    """The tables of docs/designer.md: per model x prompt x env and both envs; targeting per profile; the aim."""
     agg = result["aggregates"]
     head = ("| model | prompt | env | calls | valid 1st try | repairs/call | failed | targets weak skills | lift | "
             "specificity | copies example | repeats earlier design | distinct/call | purpose matches | latency s/call | "
@@ -637,7 +637,7 @@ def markdown(result: dict) -> str:
                   f"{_difference(p['repeats_previous'], 100)} | {_arrow(p['completion_tokens'], count)} | "
                   f"{_difference(p['completion_tokens'], 1)} |" for p in pairs]
     if result.get("decisions"):
-        lines += ["", f"The rule (README \"The designer\"; set before the second requests): an idea stays if v2 "
+        lines += ["", f"The rule (docs/designer.md; set before the second requests): an idea stays if v2 "
                       f"without it lowers targeting, or raises repeats or tokens written, with p < {ALPHA}; a new "
                       f"idea is adopted if it writes fewer tokens with p < {ALPHA} and does not lower targeting "
                       f"with p < {ALPHA}. Decided on two requests per profile; fewer: provisional.", "",

@@ -28,7 +28,7 @@ run, and the report gives each combination's score:
 
 The run directory gets: config.yaml (resolved), llm_transcript.jsonl, environments/cycle_K.{json,png},
 metrics.jsonl, tb/ (TensorBoard), learning_curve.png, success_by_cycle.png, report.md, report.json and
-checkpoints/. The settings are described in README.md ("The main command", "The agent", "The designer") and in the
+checkpoints/. The settings are described in docs/ (configuration.md, agent.md, designer.md, llm.md) and in the
 run configuration's classes (envgen_jax/run_config.py); `envgen-jax settings` lists the environments' settings.
 
 LLM: with no endpoint configured the offline Qwen2.5-Coder-1.5B designer runs locally (llm.model=smollm2-135m

@@ -60,7 +60,7 @@ ENVIRONMENT_KEYS = {
 
 def output_format(spec: EnvSpec, n: int, settings: LLMSettings | None = None, per_reply: int | None = None) -> str:
     """How to reply; with `per_reply` below n (llm.envs_per_reply), the first reply holds that many of the n."""
-    # No example configuration: small models copy an example instead of designing (measured, see README).
+    # No example configuration: small models copy an example instead of designing (measured, see docs/designer.md).
     targets = (settings or LLMSettings()).targets
     keys = string.Template(ENVIRONMENT_KEYS[targets]).substitute(skills=spec.skills)
     count = min(per_reply or n, n)

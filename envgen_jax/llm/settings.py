@@ -51,13 +51,13 @@ class LLMSettings:
     # settings do not serve (llm/targeting.py); "duplicates": only repeated or unchanged environments;
     # "none" (the default): every valid design is accepted as it is. Sent back, the 1.5B model mended 4 of 38
     # advised environments in two turns, and without those turns it targeted as often (69% vs 72%, p 0.83) and
-    # repeated no more, writing 603 fewer tokens a call (p < 0.01; README "The designer").
+    # repeated no more, writing 603 fewer tokens a call (p < 0.01; docs/designer.md).
     advice: Advice = "none"
     # Sampling temperature of repair turns (None: `temperature`), each turn with its own seed. At temperature 0 the
     # 1.5B offline model answered repair turns with its previous reply word for word; sampled at 0.7 its repeats of
     # the earlier design fell from 46% to 29% of environments (benchmarks/results/designer_quality.md).
     repair_temperature: float | None = 0.7
-    # How the designer is asked (README "The designer"; each measured in benchmarks/designer_quality.py and decided
+    # How the designer is asked (docs/designer.md; each measured in benchmarks/designer_quality.py and decided
     # by a rule set beforehand: an idea stays only if removing it lowers targeting, or raises repeats or tokens
     # written, with p < 0.05 over two requests per profile). None of these four met it, so each is off by default:
     # targets: each environment first names the achievements it trains (1 to 3, constrained to the game's names),
@@ -71,7 +71,7 @@ class LLMSettings:
     # conversation: "continued" keeps every cycle's prompt and accepted reply in one conversation (the paper's);
     # "fresh" asks each feedback call in a new one, the generation prompt then the feedback, with the earlier
     # designs shown only as `history` describes them: the model has no earlier reply to paste back (in the second
-    # study's envgen run every environment of cycles 3 and 4 repeated an earlier cycle's; README "The designer").
+    # study's envgen run every environment of cycles 3 and 4 repeated an earlier cycle's; docs/designer.md).
     conversation: Conversation = "continued"
     # only_changes: the reply's schema offers each setting's values except its default (a setting written is a
     # setting changed; the validator still accepts defaults from unconstrained endpoints).
@@ -79,12 +79,12 @@ class LLMSettings:
     # envs_per_reply: environments asked per reply (None: all in one, as the paper). The bundled run configs ask one
     # per reply: asked all at once, the 1.5B model wrote near-copies of its first environment and repair turns
     # returned the same reply; one per reply, each on its own branch with the ones written so far in words, its
-    # first-cycle environments all differed, with no repair (benchmarks/designer_quality.py; README "The designer").
+    # first-cycle environments all differed, with no repair (benchmarks/designer_quality.py; docs/designer.md).
     envs_per_reply: int | None = None
     # analysis: with envs_per_reply, "first_reply" has the later replies of a design read the first one's analysis
     # of the feedback in their prompt and write environments only; "each_reply" has every reply write its own (only
     # the first is kept). first_reply wrote 276 fewer tokens a call (p 0.04) and targeted no worse (p 0.61) on two
-    # requests per profile, so it was adopted by the rule (README "The designer").
+    # requests per profile, so it was adopted by the rule (docs/designer.md).
     analysis: Analysis = "first_reply"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
