@@ -17,6 +17,7 @@ Advice = Literal["all", "duplicates", "none"]
 History = Literal["summary", "json"]
 Conversation = Literal["continued", "fresh"]
 Analysis = Literal["each_reply", "first_reply"]
+Unserved = Literal["accept", "targets_first"]
 BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
@@ -86,6 +87,28 @@ class LLMSettings:
     # the first is kept). first_reply wrote 276 fewer tokens a call (p 0.04) and targeted no worse (p 0.61) on two
     # requests per profile, so it was adopted by the rule (docs/designer.md).
     analysis: Analysis = "first_reply"
+    # distinct: every design distinct (issue 45): a valid reply holding an environment that repeats another of its
+    # design, or one of an earlier design of the run (every design this designer accepted, kept in its state, so
+    # also after a resume, and the `previous` a feedback call is given), is asked again on a fresh branch, the
+    # repeat named in words and the repeating reply not shown (the 1.5B model pasted an echoed reply back), with
+    # the next seed, within max_repairs; what still repeats after them is used, and kept in the transcript's
+    # "repeats_left" and report.json's adaptation. Equality is on the validated configurations, not their text.
+    # Off: repeats are accepted as before (advice "all"/"duplicates" still send them back as repair turns).
+    distinct: bool = True
+    # Ideas of issue 45 for skills the designer never serves, each off until measured (benchmarks/
+    # designer_quality.py's v3_weak_needs, v3_weak_levers, v3_targets_where_missing):
+    # weak_needs: the feedback turn lists, for the weakest quarter of the achievements only, what each needs (the
+    # game's prompts/needs.txt) and which achievements come just before it (the whole table, llm.needs, did not
+    # help on average).
+    weak_needs: bool = False
+    # weak_levers: with each of those, the settings that make it easier to learn (the game's targeting map,
+    # llm/targeting.py: e.g. Heist's collect_key_blue: key_distance near, a small maze, num_keys 1 to 3).
+    weak_levers: bool = False
+    # unserved: when a feedback design leaves a skill of the weakest quarter with no environment whose settings
+    # help it (its levers all missing), "targets_first" asks once more for one environment, in place of one whose
+    # weak skills another environment also serves, that names its targets first, from those unserved skills (the
+    # reply v2 wrote for every environment, here only where it is missing); "accept" leaves the design as it is.
+    unserved: Unserved = "accept"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
