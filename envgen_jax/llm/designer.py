@@ -327,10 +327,7 @@ def repeated_environments(configs: Sequence[Any], written: Sequence[Any] = (),
     Equal means the same validated configuration (every setting, defaults filled in), whatever the reply's text."""
     out = {}
     for i, config in enumerate(configs):
-        first = next((j for j in range(i) if configs[j] == config), None)
-        before = next((j for j, old in enumerate(written) if old == config), None)
-        earlier = next(((k, j) for k, design in enumerate(earlier_designs) for j, old in enumerate(design)
-                        if old == config), None)
+        first, before, earlier = _repeat_of(i, configs, written, earlier_designs)
         if first is not None:
             out[i] = config, f"written twice in one answer (environments {first + 1} and {i + 1})"
         elif before is not None:
@@ -340,6 +337,17 @@ def repeated_environments(configs: Sequence[Any], written: Sequence[Any] = (),
             when = "the last design" if k == len(earlier_designs) - 1 else f"design number {k + 1}"
             out[i] = config, f"the same as environment {j + 1} of {when}, which the agent already trained in"
     return out
+
+
+def _repeat_of(i: int, configs: Sequence[Any], written: Sequence[Any], earlier_designs: Sequence[Sequence[Any]]):
+    """Where configs[i] was already: (index of an equal one before it in the reply, index in `written`, (design,
+    index) in `earlier_designs`), each None if nowhere."""
+    config = configs[i]
+    first = next((j for j in range(i) if configs[j] == config), None)
+    before = next((j for j, old in enumerate(written) if old == config), None)
+    earlier = next(((k, j) for k, design in enumerate(earlier_designs) for j, old in enumerate(design)
+                    if old == config), None)
+    return first, before, earlier
 
 
 def unserved_slot(configs: Sequence[Any], weak: Sequence[str], target_map: TargetMap | None
@@ -380,10 +388,7 @@ def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_desig
     for i, config in enumerate(configs):
         if i in skip:
             continue
-        first = next((j for j in range(i) if configs[j] == config), None)
-        before = next((j for j, old in enumerate(written) if old == config), None)
-        earlier = next(((k, j) for k, design in enumerate(earlier_designs) for j, old in enumerate(design)
-                        if old == config), None)
+        first, before, earlier = _repeat_of(i, configs, written, earlier_designs)
         if first is not None:
             advice.append(f"environments[{i}].config is the same as environments[{first}].config; make every "
                           f"environment different, each aimed at its own skills")
