@@ -45,7 +45,7 @@ from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.checkpoint import Checkpoints, newest_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
-from envgen_jax.trainer.ppo import make_trainer
+from envgen_jax.trainer.train import make_trainer
 
 __all__ = ["EnvGenRun", "LoopState", "Callbacks", "Phase", "build_plan", "latest_checkpoint", "check_no_run_there",
            "abstract_train_state", "checkpoint_bytes", "load_loop_state"]
@@ -228,7 +228,7 @@ class EnvGenRun:
         bank, _ = self._bank_and_rows("original")
         rows = np.zeros(self.cfg.eval.num_envs, np.int32)
         key = jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), 1000 + cycle)
-        report = self.evaluator.evaluate(ts.params, bank, rows, key=key, mode=self.cfg.eval.mode,
+        report = self.evaluator.evaluate(self.trainer.agent_state(ts).params, bank, rows, key=key, mode=self.cfg.eval.mode,
                                          report_rows=[ORIGINAL_ROW])
         entry = {"cycle": cycle, "final": cycle == self.cfg.schedule.cycles, "env_steps": self.state.env_steps,
                  **report.to_dict(), "success_per_seed": nan_to_none(report.success)}

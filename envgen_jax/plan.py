@@ -18,7 +18,7 @@ import numpy as np
 from envgen_jax import games, methods
 from envgen_jax.methods.base import Phase
 from envgen_jax.rows import ORIGINAL_ROW, assign_rows
-from envgen_jax.trainer.ppo import make_trainer
+from envgen_jax.trainer.train import make_trainer
 
 __all__ = ["Phase", "build_plan", "train_updates", "phase_label", "first_training_where", "PhaseCost", "phase_costs",
            "describe_plan", "abstract_train_state", "checkpoint_bytes"]

@@ -73,7 +73,7 @@ class Designer:
     def generate(self, n: int = 4) -> Design:
         """Ask for n environments. Starts the conversation, or continues it if one exists."""
         per = self.settings.envs_per_reply
-        return self._design(generation_prompt(self.spec, self._check_n(n), self.settings, per), n, "generate", per)
+        return self._design(generation_prompt(self.spec, _check_n(n), self.settings, per), n, "generate", per)
 
     def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None,
                  notes: Sequence[str] | None = None,
@@ -92,7 +92,7 @@ class Designer:
         previous = list(self.configs if previous is None else previous)
         per = self.settings.envs_per_reply
         fresh = self.settings.conversation == "fresh"  # a new conversation: earlier designs only as `history` has them
-        prompt = feedback_prompt(self.spec, success, previous, self._check_n(n),
+        prompt = feedback_prompt(self.spec, success, previous, _check_n(n),
                                  with_generation=fresh or not self.messages, notes=notes, settings=self.settings,
                                  targets=targets, inside=inside, per_reply=per, earlier=self.history if fresh else ())
         return self._design(prompt, n, "feedback", per, base=[] if fresh else None)
@@ -104,7 +104,7 @@ class Designer:
         (`prompts.output_format(spec, n, settings, settings.envs_per_reply)`)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise LLMError("the designer's prompt must be non-empty text")
-        return self._design(prompt, self._check_n(n), kind, self.settings.envs_per_reply)
+        return self._design(prompt, _check_n(n), kind, self.settings.envs_per_reply)
 
     def state_dict(self) -> dict:
         """JSON-serialisable conversation state (no secrets, no settings)."""
@@ -157,49 +157,12 @@ class Designer:
 
     # -- internals --------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_n(n: int) -> int:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise LLMError(f"the number of environments must be a positive integer, got {n!r}")
-        return n
-
     def _client(self) -> LLMClient:
         if self._llm is None:
-            backend = self._backend()
+            backend, self.server = make_backend(self.settings, self._client_override, self._calls)
             self._llm = LLMClient(backend, self.settings, mode=self._mode, sleep=self._sleep,
                                   on_error=self.transcript.write, calls=self._calls)
         return self._llm
-
-    def _backend(self) -> ChatBackend:
-        s = self.settings
-        kind = s.resolved_backend()
-        if self._client_override is not None:
-            return OpenAIBackend(self._client_override, s.model or "local", s, "the injected LLM client")
-        if kind == "replay":
-            return ReplayBackend(s.replay_path, skip=self._calls)
-        if kind == "local":
-            model = s.local_model
-            self.server = LocalServer(s.gguf_path, model=None if s.gguf_path else model, n_ctx=s.n_ctx,
-                                      n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s,
-                                      alias=model).start()
-            client = make_openai_client(s, base_url=self.server.base_url, api_key="local")
-            # llama.cpp's own request field: keep (or drop) the slot's cache of the conversation so far
-            return OpenAIBackend(client, model, s, f"the local LLM server ({model}) at {self.server.base_url}",
-                                 extra_body={"cache_prompt": s.prompt_cache})
-        if not s.model:
-            raise LLMError("the openai backend needs a model name (--model or llm.model), e.g. gpt-4o-mini")
-        client = make_openai_client(s)
-        return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})")
-
-    def _sampling(self, attempt: int, request: int) -> Sampling:
-        """Each request samples with its own seed (llm.seed + 1000 x the requests before it + the try), so a later
-        cycle cannot replay an earlier one's tokens while a rerun asks exactly the same; repair turns sample at
-        llm.repair_temperature (None: llm.temperature)."""
-        s = self.settings
-        seed = (s.seed or 0) + 1000 * request + attempt
-        if attempt == 0 or s.repair_temperature is None:
-            return Sampling(s.temperature, seed)
-        return Sampling(s.repair_temperature, seed)
 
     def _design(self, prompt: str, n: int, kind: str, per_reply: int | None = None,
                 base: list[dict] | None = None) -> Design:
@@ -249,22 +212,15 @@ class Designer:
         messages = [*conversation, {"role": "user", "content": prompt}]
         parsed = None
         for attempt in range(self.settings.max_repairs + 1):
-            sampling = self._sampling(attempt, request)
+            sampling = request_sampling(self.settings, attempt, request)
             reply = llm.complete(messages, schema, sampling)
             parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check, names)
             advice = (design_advice(parsed.configs, parsed.purposes, self.history, self.settings.advice,
                                     parsed.targets, written, self.spec.targeting) if parsed.ok else [])
             last_try = attempt == self.settings.max_repairs
             accepted = parsed.ok and (not advice or last_try)  # advice asks for a repair but never fails a step
-            self.transcript.write({
-                "event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind, "try": attempt,
-                "mode": llm.mode, "temperature": sampling.temperature, "seed": sampling.seed, "messages": messages,
-                "reply": reply.text, "finish_reason": reply.finish_reason,
-                "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
-                "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
-                "purposes": list(parsed.purposes) if parsed.ok else None,
-                "targets": [list(t) for t in parsed.targets] if parsed.ok else None, "analysis": parsed.analysis,
-                "problems": list(parsed.problems), "advice": advice, "accepted": accepted})
+            self.transcript.write({"event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind,
+                                   **_exchange(attempt, llm, sampling, messages, reply, parsed, advice, accepted)})
             if accepted:
                 # Failed tries and repair turns stay in the transcript but not in the conversation: later cycles
                 # see a clean history, and small local models keep their context for what matters.
@@ -281,6 +237,59 @@ class Designer:
                                "repairs": replies - 1, "problems": list(parsed.problems)})
         raise DesignError(parsed.problems, replies=replies,
                           transcript=str(self.transcript.path) if self.transcript.path else None)
+
+
+def _check_n(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LLMError(f"the number of environments must be a positive integer, got {n!r}")
+    return n
+
+
+def make_backend(s: LLMSettings, client: Any = None, calls: int = 0) -> tuple[ChatBackend, LocalServer | None]:
+    """The chat backend `s` names, and the local server it started (or None). `client`: an injected
+    `.chat.completions.create` object used instead; `calls`: backend calls already made (a replay skips them)."""
+    kind = s.resolved_backend()
+    if client is not None:
+        return OpenAIBackend(client, s.model or "local", s, "the injected LLM client"), None
+    if kind == "replay":
+        return ReplayBackend(s.replay_path, skip=calls), None
+    if kind == "local":
+        model = s.local_model
+        server = LocalServer(s.gguf_path, model=None if s.gguf_path else model, n_ctx=s.n_ctx,
+                             n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s, alias=model).start()
+        try:
+            client = make_openai_client(s, base_url=server.base_url, api_key="local")
+        except BaseException:
+            server.stop()  # nothing would stop it later
+            raise
+        # llama.cpp's own request field: keep (or drop) the slot's cache of the conversation so far
+        return OpenAIBackend(client, model, s, f"the local LLM server ({model}) at {server.base_url}",
+                             extra_body={"cache_prompt": s.prompt_cache}), server
+    if not s.model:
+        raise LLMError("the openai backend needs a model name (--model or llm.model), e.g. gpt-4o-mini")
+    client = make_openai_client(s)
+    return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})"), None
+
+
+def _exchange(attempt, llm, sampling, messages, reply, parsed, advice, accepted) -> dict:
+    """The rest of one try's transcript record: what was sent, the reply and what became of it."""
+    return {"try": attempt, "mode": llm.mode, "temperature": sampling.temperature, "seed": sampling.seed,
+            "messages": messages, "reply": reply.text, "finish_reason": reply.finish_reason,
+            "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
+            "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
+            "purposes": list(parsed.purposes) if parsed.ok else None,
+            "targets": [list(t) for t in parsed.targets] if parsed.ok else None, "analysis": parsed.analysis,
+            "problems": list(parsed.problems), "advice": advice, "accepted": accepted}
+
+
+def request_sampling(s: LLMSettings, attempt: int, request: int) -> Sampling:
+    """Each request samples with its own seed (llm.seed + 1000 x the requests before it + the try), so a later
+    cycle cannot replay an earlier one's tokens while a rerun asks exactly the same; repair turns sample at
+    llm.repair_temperature (None: llm.temperature)."""
+    seed = (s.seed or 0) + 1000 * request + attempt
+    if attempt == 0 or s.repair_temperature is None:
+        return Sampling(s.temperature, seed)
+    return Sampling(s.repair_temperature, seed)
 
 
 def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_designs: Sequence[Sequence[Any]] = (),
