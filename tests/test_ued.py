@@ -200,7 +200,7 @@ PLR_TINY = [
 
 
 def run_plr(out):
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", PLR_TINY), out)
     return run.run(), run
@@ -248,7 +248,7 @@ def cut_back(run: Path, checkpoints: int) -> None:
 def _assert_resume_after(out, tmp_path, checkpoints: int):
     """A copy of the run directory `out` cut back to its first `checkpoints` checkpoints (as if killed there)
     resumes to the same report.json and metrics.jsonl (timings aside)."""
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     run = tmp_path / "resumed"
     shutil.copytree(out, run)
     cut_back(run, checkpoints)
@@ -330,7 +330,7 @@ SFL_TINY = [
 
 
 def run_sfl(out):
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", SFL_TINY), out)
     return run.run(), run
@@ -344,7 +344,7 @@ def sfl_loop(tmp_path_factory):
 
 
 def test_sfl_run_selects_and_records(sfl_loop):
-    from envgen_jax.loop import latest_checkpoint, load_loop_state
+    from envgen_jax.run.loop import latest_checkpoint, load_loop_state
     out, report, run = sfl_loop
     # new pools and weights are traced values: one compile of the sampled layout's chunk, one of the final phase's
     # fixed layout, one of the learnability evaluation
@@ -391,7 +391,7 @@ ENVGEN_SFL_TINY = [x for x in SFL_TINY if not x.startswith(("method=", "ued.sfl"
 def run_envgen_sfl(out):
     from envgen_jax.envs.crafter import CrafterConfig
     from envgen_jax.llm.testing import ScriptedClient, auto_reply
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     client = ScriptedClient(default=auto_reply(CrafterConfig))
     run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", ENVGEN_SFL_TINY), out, llm_client=client)
@@ -410,7 +410,7 @@ def test_plr_and_sfl_runs_match_their_goldens(plr_loop, sfl_loop):
 
 def test_an_sfl_run_directory_from_the_old_code_resumes_to_the_same_outputs(tmp_path):
     # written by the loop that kept sfl's pool and selections in LoopState's own fields
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from tests import golden
     run = tmp_path / "old_sfl_run"
     shutil.copytree(golden.OLD_SFL_RUN, run)
@@ -419,7 +419,7 @@ def test_an_sfl_run_directory_from_the_old_code_resumes_to_the_same_outputs(tmp_
 
 
 def test_envgen_sfl_picks_from_the_pool_and_tells_the_llm(tmp_path):
-    from envgen_jax.loop import latest_checkpoint, load_loop_state
+    from envgen_jax.run.loop import latest_checkpoint, load_loop_state
     from tests import golden
     report, client = run_envgen_sfl(tmp_path)
     golden.check(golden.read_outputs(tmp_path), golden.expected("envgen_sfl"), ignore=())

@@ -61,8 +61,9 @@ def add_train_command(commands) -> None:
 
 
 def cmd_train(args) -> int:
-    from envgen_jax.loop import EnvGenRun, check_no_run_there
-    from envgen_jax.plan import describe_plan
+    from envgen_jax.run.loop import EnvGenRun, check_no_run_there
+    from envgen_jax.run.parts import RunParts, checkpoint_bytes
+    from envgen_jax.run.plan import describe_plan
     from envgen_jax.run_config import load_run_config
 
     if args.resume:
@@ -78,7 +79,8 @@ def cmd_train(args) -> int:
         out = Path(args.out or Path("runs") / Path(args.config).stem)
         check_no_run_there(out)
     if args.dry_run:
-        print(describe_plan(cfg))
+        parts = RunParts.of(cfg)
+        print(describe_plan(cfg, parts.method, checkpoint_bytes(parts)))
         print(f"\ndry run: the configuration is valid; nothing trained, nothing written (run directory: {out})")
         return 0
     run = EnvGenRun.resume(out) if args.resume else EnvGenRun(cfg, out)

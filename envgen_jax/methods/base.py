@@ -8,8 +8,8 @@ import logging
 import time
 from typing import Any, Callable
 
-from envgen_jax.rows import assign_rows
-from envgen_jax.run_view import RunView
+from envgen_jax.run.rows import assign_rows
+from envgen_jax.run.view import RunView
 
 logger = logging.getLogger("envgen_jax.run")
 

@@ -15,7 +15,8 @@ from envgen_jax.schema import ConfigError
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
-    """PPO hyperparameters and sizes (static: part of the compiled program).
+    """PPO sizes, switches and hyperparameters (static: part of the compiled program). The hyperparameters named in
+    HYPERPARAMS are only the defaults of the traced per-agent values (`ppo.Hyperparams` in the TrainState).
 
     Defaults follow Craftax_Baselines `ppo.py` (craftax-notes section 12) except the sizes, which are small so
     that CPU runs stay cheap. Presets: `PPOConfig.craftax_baseline()` and `PPOConfig.envgen_paper()`.

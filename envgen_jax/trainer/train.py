@@ -45,6 +45,9 @@ def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
 def layout(rows):
     """The VecEnv layout argument: fixed rows (array-like) as i32; a layout object (a RowSampler, or a
     ReplayTrainer's `replay.REPLAY`) as given."""
+    if rows is None:
+        raise TypeError("rows: give each env slot's bank row (i32[N] or [S, N]), a RowSampler, or for a trainer "
+                        "with a level sampler replay.REPLAY (rows None no longer means 'the sampler picks')")
     return jnp.asarray(rows, jnp.int32) if isinstance(rows, (np.ndarray, jax.Array, list, tuple)) else rows
 
 
@@ -136,9 +139,6 @@ class Trainer:
                     raise ConfigError([f"hparams.{name}: {v.shape[0]} values for {count} agents"], what="PPO settings")
             out[name] = jnp.asarray(v)
         return Hyperparams(**out)
-
-    def learning_rate(self, count, lr=None):
-        return self.ppo.learning_rate(count, lr)
 
     def agent_state(self, state) -> TrainState:
         return state
