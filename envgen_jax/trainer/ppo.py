@@ -200,9 +200,8 @@ class PPO:
         return adv, traj.value, traj.replace(value=(traj.value - mu) / sd), (targets - mu) / sd, value_norm
 
     def learn(self, params, opt_state, hp: Hyperparams, traj: Transition, adv, targets, memory, key, mask=None):
-        """Epochs of minibatch Adam steps. `mask` (bool[T, N] or None): the steps that give gradients; every loss
-        term is then a mean over them, and a minibatch without any gives zero gradients. `memory`: a recurrent
-        agent's state at the rollout's start (None when feed-forward)."""
+        """Epochs of minibatch Adam steps. `mask` (bool[T, N] or None): the steps that give gradients (`masked_loss`).
+        `memory`: a recurrent agent's state at the rollout's start (None when feed-forward)."""
         cfg = self.cfg
         tx = self.optimizer(hp.lr)
         if cfg.adv_norm == "batch":
@@ -210,20 +209,15 @@ class PPO:
                                                                        _normalise(adv, _some(mask)))
         batch = (traj, adv, targets) if mask is None else (traj, adv, targets, mask)
         shuffle = self.minibatches(batch, memory, cfg.num_minibatches)
-        grad_fn = jax.value_and_grad(self.loss, has_aux=True)
+        grad_fn = jax.value_and_grad(self.loss if mask is None else self.masked_loss, has_aux=True)
 
         def minibatch_step(carry, mb):
             params, opt_state = carry
-            mb, mb_memory = mb
-            if mask is None:
-                (total, aux), grads = grad_fn(params, hp, *mb, memory=mb_memory)
-            else:  # a minibatch without a selected step: the loss of all its steps (finite), then zero gradients
-                *mb, mb_mask = mb
-                (total, aux), grads = grad_fn(params, hp, *mb, memory=mb_memory, mask=_some(mb_mask))
-                grads = jax.tree.map(lambda g: jnp.where(mb_mask.any(), g, 0.0), grads)
+            samples, mb_memory = mb  # samples: (traj, adv, targets[, mask]) of the minibatch
+            (_, stats), grads = grad_fn(params, hp, *samples, memory=mb_memory)
             updates, opt_state = tx.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
-            return (params, opt_state), dict(aux, total_loss=total, grad_norm=optax.tree.norm(grads))
+            return (params, opt_state), dict(stats, grad_norm=optax.tree.norm(grads))
 
         def epoch(carry, k):
             return jax.lax.scan(minibatch_step, carry, shuffle(k))
@@ -232,8 +226,9 @@ class PPO:
                                                   jax.random.split(key, cfg.update_epochs))
         return params, opt_state, jax.tree.map(jnp.mean, stats)
 
-    def loss(self, params, hp: Hyperparams, mb: Transition, adv, targets, memory=None, mask=None):
-        """The clipped PPO loss; `mask` (bool per sample) averages every term over the masked samples only."""
+    def loss(self, params, hp: Hyperparams, mb: Transition, adv, targets, mask=None, memory=None):
+        """The clipped PPO loss and its terms; `mask` (bool per sample) averages every term over the masked samples
+        only."""
         cfg = self.cfg
         mean = (lambda x: x.mean()) if mask is None else functools.partial(_masked_mean, mask=mask)
         logits, value = self.agent.evaluate(params, memory, mb.obs, mb.start)
@@ -255,10 +250,16 @@ class PPO:
         policy_loss = -mean(jnp.minimum(pg1, pg2))
         entropy = mean(pi.entropy())
         total = policy_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
-        aux = dict(value_loss=value_loss, policy_loss=policy_loss, entropy=entropy,
-                   approx_kl=mean((ratio - 1.0) - log_ratio),
-                   clip_frac=mean(jnp.abs(ratio - 1.0) > hp.clip_eps))
-        return total, aux
+        return total, dict(value_loss=value_loss, policy_loss=policy_loss, entropy=entropy,
+                           approx_kl=mean((ratio - 1.0) - log_ratio),
+                           clip_frac=mean(jnp.abs(ratio - 1.0) > hp.clip_eps), total_loss=total)
+
+    def masked_loss(self, params, hp: Hyperparams, mb: Transition, adv, targets, mask, memory=None):
+        """The loss over the selected steps; a minibatch without any logs the loss of all its steps (finite) and
+        gets zero gradients: the loss is scaled by 0, else by exactly 1.0, so an all-True mask takes the unmasked
+        update bit for bit."""
+        total, terms = self.loss(params, hp, mb, adv, targets, _some(mask), memory)
+        return total * mask.any(), terms
 
     def optimizer(self, lr):
         """Adam with global-norm clipping, at base learning rate `lr` (traced: the agent's hparams.lr)."""
