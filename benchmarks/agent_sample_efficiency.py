@@ -43,10 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, ROOT, markdown_table, platform_tag  # noqa: E402
 from envgen_jax.envs.crafter.config import CrafterConfig  # noqa: E402
 from envgen_jax.envs.crafter.env import CrafterEnv, make_params  # noqa: E402
-from envgen_jax.provenance import environment  # noqa: E402
+from envgen_jax.run.provenance import environment  # noqa: E402
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint  # noqa: E402
 from envgen_jax.trainer.metrics import crafter_score, mean_or_nan, to_host  # noqa: E402
-from envgen_jax.trainer.ppo import PPOConfig, make_trainer  # noqa: E402
+from envgen_jax.trainer.ppo import PPOConfig  # noqa: E402
+from envgen_jax.trainer.train import make_trainer  # noqa: E402
 
 NAME = "agent_sample_efficiency"
 PROTOCOL_STEPS = 1_960_000

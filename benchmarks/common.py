@@ -57,7 +57,7 @@ def time_interleaved(calls: dict[str, tuple[Callable, tuple]], repeats: int = 3)
     return out
 
 
-from envgen_jax.provenance import code_version, environment, git_commit  # noqa: E402,F401 (re-exported)
+from envgen_jax.run.provenance import code_version, environment, git_commit  # noqa: E402,F401 (re-exported)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

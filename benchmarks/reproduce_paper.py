@@ -106,7 +106,7 @@ def check_llm(cfg, method: str) -> dict:
 def run_method(args, method: str, runs_dir: Path, log) -> dict:
     """Run (or reuse, or resume) one method; returns its report.json content."""
     from envgen_jax import games
-    from envgen_jax.loop import EnvGenRun, latest_checkpoint
+    from envgen_jax.run.loop import EnvGenRun, latest_checkpoint
     from envgen_jax.run_config import load_run_config
 
     cfg = load_run_config(ROOT / "configs" / f"crafter_{method}.yaml", run_overrides(args))
@@ -142,7 +142,7 @@ def run_method(args, method: str, runs_dir: Path, log) -> dict:
     from benchmarks.common import environment
     (out / META).write_text(json.dumps({"method": method, "llm": llm, "overrides": run_overrides(args),
                                         "cpu_tiny": args.cpu_tiny, "environment": environment()}, indent=2))
-    from envgen_jax.run_log import Prefixed, configure_console
+    from envgen_jax.run.log import Prefixed, configure_console
     configure_console()
     prefix = Prefixed(f"  [{method}] ")
     if latest_checkpoint(out) is not None:

@@ -8,7 +8,7 @@ Parts (`--parts envs,training,e2e`, default all three):
   training  the PPO trainer (Craftax-baseline PPO: 64 steps x 4 epochs x 8 minibatches, 3 x 512 MLP) vs env-only
             stepping of the same VecEnv (the limit), homogeneous vs heterogeneous bank, at each `--envs` count,
             AOT compile time apart (bench_training.py).
-  e2e       the whole EnvGen run (`envgen_jax.loop.EnvGenRun`, timed through its callbacks) of `--config` (default configs/crafter_envgen.yaml:
+  e2e       the whole EnvGen run (`envgen_jax.run.loop.EnvGenRun`, timed through its callbacks) of `--config` (default configs/crafter_envgen.yaml:
             4 cycles x (LLM step, 0.12M steps in LLM envs, 0.12M in Crafter, evaluation) + 1M scored steps =
             1.96M steps per seed, rounded up to whole chunks) for each `--seeds` count (vmapped seeds), wall time
             from building the run to its report, compile included (no persistent compilation cache), with the time
@@ -192,7 +192,7 @@ class _Clock:
 
 def timing_callbacks(clock: "_Clock"):
     """Loop callbacks that time the run's sections (init, llm, train, evaluate, checkpoint) on `clock`."""
-    from envgen_jax.loop import Callbacks
+    from envgen_jax.run.loop import Callbacks
 
     class Timing(Callbacks):
         def section(self, name: str):
@@ -203,9 +203,9 @@ def timing_callbacks(clock: "_Clock"):
 
 def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
     from envgen_jax import games
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
-    from envgen_jax.run_log import Prefixed, configure_console
+    from envgen_jax.run.log import Prefixed, configure_console
 
     configure_console()
     overrides = [*(TINY_E2E if args.cpu_tiny else []), *E2E_QUIET, *args.overrides, f"seeds={seeds}"]

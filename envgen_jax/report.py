@@ -58,7 +58,7 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
 
 def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_seconds: float) -> dict:
     """Write report.json, report.md and the plots of a finished run from its data: the run configuration, the loop
-    state (`envgen_jax.loop.LoopState`), the achievement names, the steps of the scored phase and the wall time.
+    state (`envgen_jax.run.loop.LoopState`), the achievement names, the steps of the scored phase and the wall time.
     Returns the report dict."""
     out, names, game = Path(out), list(names), games.get(cfg.env)
     summary = scored_summary(state.scored, names, cfg.env)

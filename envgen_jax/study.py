@@ -34,12 +34,14 @@ import yaml
 from scipy.stats import bootstrap, ttest_ind
 
 from envgen_jax.config_io import from_mapping
-from envgen_jax.loop import EnvGenRun, build_plan, latest_checkpoint
-from envgen_jax.provenance import environment
+from envgen_jax.methods import get as get_method
+from envgen_jax.run.loop import EnvGenRun, latest_checkpoint
+from envgen_jax.run.plan import build_plan
+from envgen_jax.run.provenance import environment
 from envgen_jax.report import PAPER_TABLE1, environment_learning_markdown
 from envgen_jax.run_config import METHODS, RunConfig, load_run_config
 from envgen_jax import games
-from envgen_jax.run_log import Prefixed
+from envgen_jax.run.log import Prefixed
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import _quiet_nan
 
@@ -410,7 +412,7 @@ def build_comparison(out: Path, settings: StudySettings, errors: dict[str, str] 
     reports = {m: _read_json(out / m / "report.json") for m in settings.methods}
     reference = reports.get(REFERENCE)
     cfg = settings.run_config(settings.methods[0])
-    plan = build_plan(cfg)
+    plan = build_plan(cfg, get_method(cfg.method))
     methods = {m: method_summary(out / m, reports[m], reference if m != REFERENCE else None, errors.get(m),
                                  reports.get(SECOND_REFERENCE) if m != SECOND_REFERENCE else None)
                for m in settings.methods}

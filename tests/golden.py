@@ -86,7 +86,7 @@ def expected(name: str) -> tuple[dict, list[dict]]:
 
 
 def _write(out_root: Path) -> None:
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
 
     GOLDEN.mkdir(parents=True, exist_ok=True)

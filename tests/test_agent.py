@@ -19,7 +19,8 @@ from envgen_jax.trainer.checkpoint import save_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.networks import ActorCritic, patches3x3
-from envgen_jax.trainer.ppo import PPOConfig, ValueNorm, make_trainer, select_seeds
+from envgen_jax.trainer.ppo import PPOConfig, ValueNorm
+from envgen_jax.trainer.train import make_trainer, select_seeds
 from tests.trees import assert_trees_equal
 
 N = 16
@@ -70,9 +71,9 @@ def test_recurrent_rollout_is_what_training_replays(memory_trainer):
     trainer, bank, rows = memory_trainer
     ts = select_seeds(trainer.init(bank, rows), 0)
     one = jax.tree.map(lambda x: x[0], ts)
-    obs, _, memory, traj, infos = jax.jit(trainer._rollout)(one.params, one.obs, one.env_state, one.memory,
-                                                             jax.random.PRNGKey(3), bank, rows)
-    logits, values = trainer._evaluate_actions(one.params, one.memory, traj)
+    obs, _, memory, traj, infos = jax.jit(trainer.ppo.rollout)(one.params, one.obs, one.env_state, one.memory,
+                                                                jax.random.PRNGKey(3), bank, rows)
+    logits, values = trainer.agent.evaluate(one.params, one.memory, traj.obs, traj.start)
     from envgen_jax.trainer.networks import policy
     np.testing.assert_allclose(policy(logits).log_prob(traj.action), traj.log_prob, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(values, traj.value, rtol=1e-5, atol=1e-5)

@@ -10,7 +10,7 @@ from PIL import Image
 
 from envgen_jax.cli import build_parser, main
 from envgen_jax.llm.errors import DesignError, LLMError
-from envgen_jax.loop import EnvGenRun
+from envgen_jax.run.loop import EnvGenRun
 from envgen_jax.schema import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def test_every_command_maps_errors_to_one_exit_status(error, status, message, ca
 
 
 def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path, capsys):
-    from envgen_jax.loop import checkpoint_bytes
+    from envgen_jax.run.parts import RunParts, checkpoint_bytes
     from envgen_jax.run_config import load_run_config
 
     overrides = ["seeds=3", "schedule.feedback=per_seed", "schedule.mixing=mixed", "schedule.original_share=0.25",
@@ -141,7 +141,7 @@ def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path, capsys):
     # Every leaf has a leading seed axis; per seed at least the network (separate actor and critic MLPs, 2 x 64,
     # on Crafter's 1345 features and 17 actions) three times (parameters and Adam's two moments) and the
     # observations of the 8 env slots, all float32.
-    one_seed = checkpoint_bytes(load_run_config(SMOKE, [*overrides, "seeds=1"]))
+    one_seed = checkpoint_bytes(RunParts.of(load_run_config(SMOKE, [*overrides, "seeds=1"])))
     assert size == 3 * one_seed
     mlp = 1345 * 64 + 64 + 64 * 64 + 64
     network = (mlp + 64 * 17 + 17) + (mlp + 64 + 1)
@@ -185,7 +185,7 @@ def test_messages_are_shown_once_even_after_absl_configures_the_root_logger():
     messages must not be printed a second time through it."""
     import subprocess
     import sys
-    code = ("from envgen_jax.run_log import configure_console, logger; configure_console(); "
+    code = ("from envgen_jax.run.log import configure_console, logger; configure_console(); "
             "import absl.logging; absl.logging.warning('from absl'); logger.info('from envgen_jax')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

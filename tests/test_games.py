@@ -228,7 +228,7 @@ def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
     line) trains with the paper's method and a scripted designer, and a toy method (one class, one registry line)
     trains on it, end to end through the run."""
     from envgen_jax import methods
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
 
     monkeypatch.setitem(methods.REGISTRY, "coin_rooms", CoinRooms)  # the one line (methods.register does the same)
     assert "coin_rooms" in methods.METHODS

@@ -9,7 +9,7 @@ from tests import golden
 
 
 def _run(name, out):
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     cfg = load_run_config(golden.ROOT / "configs" / "smoke.yaml", golden.CASES[name])
     EnvGenRun(cfg, out, llm_client=golden.client()).run()
@@ -22,7 +22,7 @@ def test_same_seed_same_outputs_as_before(name, tmp_path):
 
 
 def test_a_run_directory_from_the_old_code_resumes_to_the_same_report(tmp_path):
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     run = tmp_path / "old_run"
     shutil.copytree(golden.OLD_RUN, run)
     EnvGenRun.resume(run, llm_client=golden.client()).run()

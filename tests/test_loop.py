@@ -17,7 +17,9 @@ import pytest
 from envgen_jax.envs.crafter import CrafterConfig
 from envgen_jax.llm.testing import FakeOpenAIServer, ScriptedClient, asked_count, auto_reply, completion_body
 from envgen_jax.llm.testing import design_json, varied_configs
-from envgen_jax.loop import EnvGenRun, build_plan, random_config
+from envgen_jax.methods import get as get_method
+from envgen_jax.run.loop import EnvGenRun, random_config
+from envgen_jax.run.plan import build_plan
 from envgen_jax.run_config import METHODS, load_run_config
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import crafter_score
@@ -91,7 +93,7 @@ def test_feedback_reaches_the_llm(envgen_run):
 
 def test_score_is_the_crafter_score_of_pooled_rates(envgen_run):
     out, report, _ = envgen_run
-    from envgen_jax.loop import latest_checkpoint
+    from envgen_jax.run.loop import latest_checkpoint
     from envgen_jax.trainer.checkpoint import load_metadata
     scored = load_metadata(latest_checkpoint(out))["loop"]["scored"]  # summed counts of the final phase, per seed
     counts, offered = np.asarray(scored["achievement_counts"]), np.asarray(scored["available_counts"])
@@ -120,7 +122,7 @@ def test_report_shows_learning_inside_each_llm_environment(envgen_run):
     assert "## Learning inside each LLM environment" in (out / "report.md").read_text()
     # Unlock times: an achievement some scored episode of seed s unlocked was first unlocked by then (at a chunk's
     # end), and the step is one at which a chunk ended.
-    from envgen_jax.loop import latest_checkpoint
+    from envgen_jax.run.loop import latest_checkpoint
     from envgen_jax.trainer.checkpoint import load_metadata
     scored = np.asarray(load_metadata(latest_checkpoint(out))["loop"]["scored"]["achievement_counts"])
     chunk_ends = {c["env_steps"] for c in chunks}
@@ -132,7 +134,7 @@ def test_report_shows_learning_inside_each_llm_environment(envgen_run):
 
 
 def test_a_checkpoint_from_before_the_new_loop_fields_still_resumes(envgen_run, tmp_path):
-    from envgen_jax.loop import latest_checkpoint
+    from envgen_jax.run.loop import latest_checkpoint
     out, report, _ = envgen_run
     shutil.copytree(out, tmp_path / "run")
     meta_path = latest_checkpoint(tmp_path / "run") / "metadata" / "metadata"  # orbax JsonSave's file
@@ -166,13 +168,14 @@ def test_scripted_runs_through_the_loop_on_its_own_feedback(tmp_path):
 def test_plans_of_every_method():
     for method in METHODS:
         cfg = load_run_config(None, TINY + [f"method={method}"])
-        plan = build_plan(cfg)
+        plan = build_plan(cfg, get_method(method))
         train_steps = sum(p.updates for p in plan if p.kind == "train") * cfg.steps_per_update
         assert train_steps == 2 * (256 + 256) + 512, method  # every baseline: the same steps
         designs = [p for p in plan if p.kind == "design"]
         assert len(designs) == (0 if method in NO_DESIGN else 2), method
         assert plan[-2].where == "final" and plan[-1].kind == "evaluate"
-    mixed = build_plan(load_run_config(None, TINY + ["schedule.mixing=mixed"]))
+    cfg = load_run_config(None, TINY + ["schedule.mixing=mixed"])
+    mixed = build_plan(cfg, get_method(cfg.method))
     assert [p.where for p in mixed if p.kind == "train"] == ["mixed", "mixed", "final"]
 
 
@@ -348,7 +351,7 @@ RUN_CONFIGS = sorted(p.name for p in (ROOT / "configs").glob("*.yaml"))
 @pytest.mark.parametrize("name", RUN_CONFIGS)
 def test_every_bundled_run_config_loads_and_plans(name):
     cfg = load_run_config(ROOT / "configs" / name, [])
-    plan = build_plan(cfg)
+    plan = build_plan(cfg, get_method(cfg.method))
     assert plan[-1].kind == "evaluate" and any(p.where == "final" for p in plan)
     designs = sum(p.kind == "design" for p in plan)
     assert designs == (0 if cfg.method in NO_DESIGN else cfg.schedule.cycles)  # random: designs without an LLM
@@ -360,7 +363,7 @@ def test_crafter_methods_compare_at_equal_steps():
     for name in RUN_CONFIGS:
         if name.startswith("crafter_") and "paper_agent" not in name:
             cfg = load_run_config(ROOT / "configs" / name, [])
-            plan = build_plan(cfg)
+            plan = build_plan(cfg, get_method(cfg.method))
             steps[name] = (sum(p.updates for p in plan if p.kind == "train") * cfg.steps_per_update, cfg.seeds,
                            cfg.ppo)
     assert len(steps) == 10 and len(set(steps.values())) == 1, steps  # with plr, sfl, envgen_sfl and scripted

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from envgen_jax import methods
-from envgen_jax.plan import build_plan, first_training_where, phase_label, train_updates
-from envgen_jax.rows import assign_rows
+from envgen_jax.run.plan import build_plan, first_training_where, phase_label, train_updates
+from envgen_jax.run.rows import assign_rows
 from envgen_jax.run_config import METHODS, load_run_config
 from tests.golden import TINY
 
@@ -25,7 +25,7 @@ def test_every_method_is_a_module_with_the_method_interface():
 
 def test_plan_helpers():
     cfg = load_run_config(None, TINY)
-    plan = build_plan(cfg)
+    plan = build_plan(cfg, methods.get(cfg.method))
     assert train_updates(plan) * cfg.steps_per_update == 2 * (256 + 256) + 512
     assert train_updates(plan, "final") * cfg.steps_per_update == 512
     assert first_training_where(plan, 0) == "llm" and first_training_where(plan, len(plan)) == "original"

@@ -4,7 +4,7 @@ import io
 
 from tqdm import tqdm
 
-from envgen_jax.progress import count_steps_not_time as _count_steps_not_time
+from envgen_jax.run.progress import count_steps_not_time as _count_steps_not_time
 
 
 def test_eta_comes_from_compiled_chunks_only():

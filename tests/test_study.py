@@ -10,7 +10,7 @@ import pytest
 from scipy.special import stdtr
 
 from envgen_jax.cli import main
-from envgen_jax.loop import EnvGenRun
+from envgen_jax.run.loop import EnvGenRun
 from envgen_jax.study import RESAMPLES, RNG_SEED, difference, holm, mean_ci, pairwise, reconcile, resolve, superiority
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,7 +15,8 @@ from envgen_jax.trainer import probes
 from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint,
                                            save_checkpoint)
 from envgen_jax.trainer.metrics import to_host
-from envgen_jax.trainer.ppo import PPOConfig, make_trainer
+from envgen_jax.trainer.ppo import PPOConfig
+from envgen_jax.trainer.train import make_trainer
 from tests import golden
 from tests.trees import assert_trees_equal
 
@@ -124,3 +125,33 @@ def test_threads_still_running_tells_a_working_thread_from_one_that_ends():
         stop.set()
         working.join()
     assert not threads_still_running(since=before)
+
+
+# -- migrations: layouts older versions saved (trainer/migrations.py) ----------------------------------------------
+def _flat(agent, drop=(), **extra) -> dict:
+    """A TrainState as a flat dict of its fields (what orbax saved for a flax struct), less `drop`, plus `extra`."""
+    import dataclasses
+    return {**{f.name: getattr(agent, f.name) for f in dataclasses.fields(agent) if f.name not in drop}, **extra}
+
+
+def test_a_checkpoint_from_before_the_agent_fields_restores_with_the_configs_hparams(bandit, tmp_path):
+    trainer, bank, rows = bandit
+    ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=2)
+    save_checkpoint(tmp_path / "old", _flat(ts, drop=("hparams", "value_norm", "memory")))
+    restored = trainer.restore(tmp_path / "old", bank, rows)
+    assert_trees_equal(restored, ts)  # the config's hparams are what the agent trained with
+
+
+def test_a_flat_level_replay_checkpoint_restores_into_a_replay_state(tmp_path):
+    """Level replay's trainer once saved the sampler's state as a field of the TrainState (PLRTrainState)."""
+    from envgen_jax.trainer.level_sampler import LevelSampler
+    from envgen_jax.trainer.replay import REPLAY, ReplayState
+    trainer = make_trainer(probes.BanditEnv(), CFG, level_sampler=LevelSampler(capacity=2, min_fill=0.5))
+    bank = probes.make_bank([1.0, 0.5], shifts=[1, 2])
+    state, _ = trainer.train_chunk(trainer.init(bank, REPLAY), bank, REPLAY, num_updates=2)
+    save_checkpoint(tmp_path / "flat", _flat(state.agent, sampler=state.sampler))
+    restored = trainer.restore(tmp_path / "flat", bank, REPLAY)
+    assert isinstance(restored, ReplayState)
+    assert_trees_equal(restored, state)
+    save_checkpoint(tmp_path / "today", state)  # today's layout restores as saved
+    assert_trees_equal(trainer.restore(tmp_path / "today", bank, REPLAY), state)

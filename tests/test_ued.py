@@ -90,7 +90,9 @@ def test_update_and_replace_rows():
 from envgen_jax.envs.vector import RowSampler  # noqa: E402
 from envgen_jax.trainer import probes  # noqa: E402
 from envgen_jax.trainer.metrics import to_host  # noqa: E402
-from envgen_jax.trainer.ppo import PPOConfig, compute_gae, make_trainer  # noqa: E402
+from envgen_jax.trainer.ppo import PPOConfig, compute_gae  # noqa: E402
+from envgen_jax.trainer.replay import REPLAY  # noqa: E402
+from envgen_jax.trainer.train import make_trainer  # noqa: E402
 
 N = 16
 TINY = PPOConfig(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
@@ -102,15 +104,15 @@ SKILL_BANK = probes.make_bank([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]], 
 def test_all_ones_mask_is_bit_identical_to_the_unmasked_update():
     trainer = make_trainer(probes.SkillEnv(), TINY)
     ts = jax.tree.map(lambda x: x[0], trainer.init(SKILL_BANK, jnp.arange(N) % 4))
-    obs, _, _, traj, infos = trainer._rollout(ts.params, ts.obs, ts.env_state, None, jax.random.PRNGKey(1),
-                                              SKILL_BANK, jnp.arange(N) % 4)
+    obs, _, _, traj, infos = trainer.ppo.rollout(ts.params, ts.obs, ts.env_state, None, jax.random.PRNGKey(1),
+                                                 SKILL_BANK, jnp.arange(N) % 4)
     _, last_value = trainer.apply(ts.params, obs)
     adv, targets = compute_gae(traj.reward, traj.value, traj.done, traj.truncated, last_value, 0.99, 0.8)
-    learn = jax.jit(functools.partial(trainer._learn, memory=None))
+    learn = jax.jit(functools.partial(trainer.ppo.learn, memory=None))
     key = jax.random.PRNGKey(2)
-    hp, lr = ts.hparams, ts.hparams.lr
-    plain = learn(ts.params, ts.opt_state, hp, lr, traj, adv, targets, key=key)
-    ones = learn(ts.params, ts.opt_state, hp, lr, traj, adv, targets, key=key, mask=jnp.ones(adv.shape, bool))
+    hp = ts.hparams
+    plain = learn(ts.params, ts.opt_state, hp, traj, adv, targets, key=key)
+    ones = learn(ts.params, ts.opt_state, hp, traj, adv, targets, key=key, mask=jnp.ones(adv.shape, bool))
     # The update (parameters and Adam state) is bit-identical; the logged loss means may differ in the last ulp
     # (XLA fuses the forward-only reductions differently).
     for a, b in zip(jax.tree.leaves(plain[:2]), jax.tree.leaves(ones[:2])):
@@ -118,7 +120,7 @@ def test_all_ones_mask_is_bit_identical_to_the_unmasked_update():
     for a, b in zip(jax.tree.leaves(plain[2]), jax.tree.leaves(ones[2])):
         np.testing.assert_allclose(a, b, rtol=1e-6)
     # No step selected: the parameters do not move on the first Adam step (zero gradients).
-    params, _, _ = learn(ts.params, ts.opt_state, hp, lr, traj, adv, targets, key=key, mask=jnp.zeros(adv.shape, bool))
+    params, _, _ = learn(ts.params, ts.opt_state, hp, traj, adv, targets, key=key, mask=jnp.zeros(adv.shape, bool))
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(ts.params)):
         assert np.array_equal(np.asarray(a), np.asarray(b))
 
@@ -162,8 +164,8 @@ def test_trainer_with_sampled_rows_follows_probs_without_retrace():
 def plr_run():
     hp = ls.LevelSampler(capacity=4, min_fill=0.5)
     trainer = make_trainer(probes.SkillEnv(), TINY, level_sampler=hp)
-    ts = trainer.init(SKILL_BANK, None)
-    ts, m = trainer.train_chunk(ts, SKILL_BANK, None, num_updates=40)
+    ts = trainer.init(SKILL_BANK, REPLAY)
+    ts, m = trainer.train_chunk(ts, SKILL_BANK, REPLAY, num_updates=40)
     return hp, trainer, ts, to_host(m)
 
 
@@ -178,7 +180,7 @@ def test_plr_concentrates_on_the_learnable_row(plr_run):
 def test_plr_state_changes_never_recompile(plr_run):
     hp, trainer, ts, _ = plr_run
     ts = ts.replace(sampler=ls.replace_rows(ts.sampler, jnp.asarray([1, 2])))
-    ts, _ = trainer.train_chunk(ts, SKILL_BANK, None, num_updates=40)
+    ts, _ = trainer.train_chunk(ts, SKILL_BANK, REPLAY, num_updates=40)
     assert trainer.trace_counts["train_chunk"] == 1
 
 
@@ -199,7 +201,7 @@ PLR_TINY = [
 
 
 def run_plr(out):
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", PLR_TINY), out)
     return run.run(), run
@@ -247,7 +249,7 @@ def cut_back(run: Path, checkpoints: int) -> None:
 def _assert_resume_after(out, tmp_path, checkpoints: int):
     """A copy of the run directory `out` cut back to its first `checkpoints` checkpoints (as if killed there)
     resumes to the same report.json and metrics.jsonl (timings aside)."""
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     run = tmp_path / "resumed"
     shutil.copytree(out, run)
     cut_back(run, checkpoints)
@@ -329,7 +331,7 @@ SFL_TINY = [
 
 
 def run_sfl(out):
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", SFL_TINY), out)
     return run.run(), run
@@ -343,7 +345,7 @@ def sfl_loop(tmp_path_factory):
 
 
 def test_sfl_run_selects_and_records(sfl_loop):
-    from envgen_jax.loop import latest_checkpoint, load_loop_state
+    from envgen_jax.run.loop import latest_checkpoint, load_loop_state
     out, report, run = sfl_loop
     # new pools and weights are traced values: one compile of the sampled layout's chunk, one of the final phase's
     # fixed layout, one of the learnability evaluation
@@ -390,7 +392,7 @@ ENVGEN_SFL_TINY = [x for x in SFL_TINY if not x.startswith(("method=", "ued.sfl"
 def run_envgen_sfl(out):
     from envgen_jax.envs.crafter import CrafterConfig
     from envgen_jax.llm.testing import ScriptedClient, auto_reply
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import load_run_config
     client = ScriptedClient(default=auto_reply(CrafterConfig))
     run = EnvGenRun(load_run_config(ROOT / "configs" / "smoke.yaml", ENVGEN_SFL_TINY), out, llm_client=client)
@@ -409,7 +411,7 @@ def test_plr_and_sfl_runs_match_their_goldens(plr_loop, sfl_loop):
 
 def test_an_sfl_run_directory_from_the_old_code_resumes_to_the_same_outputs(tmp_path):
     # written by the loop that kept sfl's pool and selections in LoopState's own fields
-    from envgen_jax.loop import EnvGenRun
+    from envgen_jax.run.loop import EnvGenRun
     from tests import golden
     run = tmp_path / "old_sfl_run"
     shutil.copytree(golden.OLD_SFL_RUN, run)
@@ -418,7 +420,7 @@ def test_an_sfl_run_directory_from_the_old_code_resumes_to_the_same_outputs(tmp_
 
 
 def test_envgen_sfl_picks_from_the_pool_and_tells_the_llm(tmp_path):
-    from envgen_jax.loop import latest_checkpoint, load_loop_state
+    from envgen_jax.run.loop import latest_checkpoint, load_loop_state
     from tests import golden
     report, client = run_envgen_sfl(tmp_path)
     golden.check(golden.read_outputs(tmp_path), golden.expected("envgen_sfl"), ignore=())

@@ -27,7 +27,7 @@ import sys
 
 from envgen_jax.cli import envs, llm, train
 from envgen_jax.llm.errors import DesignError, LLMError
-from envgen_jax.run_log import configure_console
+from envgen_jax.run.log import configure_console
 from envgen_jax.schema import ConfigError
 
 BAD_INPUT, FAILED, INTERRUPTED = 1, 2, 130  # and 0: done

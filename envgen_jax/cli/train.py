@@ -61,8 +61,9 @@ def add_train_command(commands) -> None:
 
 
 def cmd_train(args) -> int:
-    from envgen_jax.loop import EnvGenRun, check_no_run_there
-    from envgen_jax.plan import describe_plan, parameter_count
+    from envgen_jax.run.loop import EnvGenRun, check_no_run_there
+    from envgen_jax.run.parts import RunParts, checkpoint_bytes, parameter_count
+    from envgen_jax.run.plan import describe_plan
     from envgen_jax.run_config import load_run_config
 
     if args.resume:
@@ -77,11 +78,12 @@ def cmd_train(args) -> int:
         cfg = load_run_config(args.config, args.overrides)
         out = Path(args.out or Path("runs") / Path(args.config).stem)
         check_no_run_there(out)
+    parts = RunParts.of(cfg)
     if args.dry_run:
-        print(describe_plan(cfg))
+        print(describe_plan(cfg, parts.method, checkpoint_bytes(parts), parameter_count(parts)))
         print(f"\ndry run: the configuration is valid; nothing trained, nothing written (run directory: {out})")
         return 0
-    print(f"agent: {cfg.ppo.network} network on {cfg.observation} observations, {parameter_count(cfg):,} "
+    print(f"agent: {cfg.ppo.network} network on {cfg.observation} observations, {parameter_count(parts):,} "
           f"parameters per agent")
     run = EnvGenRun.resume(out) if args.resume else EnvGenRun(cfg, out)
     start = time.monotonic()

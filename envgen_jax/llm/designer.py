@@ -74,7 +74,7 @@ class Designer:
     def generate(self, n: int = 4) -> Design:
         """Ask for n environments. Starts the conversation, or continues it if one exists."""
         per = self.settings.envs_per_reply
-        return self._design(generation_prompt(self.spec, self._check_n(n), self.settings, per), n, "generate", per)
+        return self._design(generation_prompt(self.spec, _check_n(n), self.settings, per), n, "generate", per)
 
     def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None,
                  notes: Sequence[str] | None = None,
@@ -94,7 +94,7 @@ class Designer:
         previous = list(self.configs if previous is None else previous)
         per = self.settings.envs_per_reply
         fresh = self.settings.conversation == "fresh"  # a new conversation: earlier designs only as `history` has them
-        prompt = feedback_prompt(self.spec, success, previous, self._check_n(n),
+        prompt = feedback_prompt(self.spec, success, previous, _check_n(n),
                                  with_generation=fresh or not self.messages, notes=notes, settings=self.settings,
                                  targets=targets, inside=inside, per_reply=per, earlier=self.history if fresh else ())
         weak = weakest_quarter(self.spec, success) if self.settings.unserved == "targets_first" else ()
@@ -108,7 +108,7 @@ class Designer:
         (`prompts.output_format(spec, n, settings, settings.envs_per_reply)`)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise LLMError("the designer's prompt must be non-empty text")
-        return self._design(prompt, self._check_n(n), kind, self.settings.envs_per_reply)
+        return self._design(prompt, _check_n(n), kind, self.settings.envs_per_reply)
 
     def state_dict(self) -> dict:
         """JSON-serialisable conversation state (no secrets, no settings)."""
@@ -161,49 +161,12 @@ class Designer:
 
     # -- internals --------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_n(n: int) -> int:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise LLMError(f"the number of environments must be a positive integer, got {n!r}")
-        return n
-
     def _client(self) -> LLMClient:
         if self._llm is None:
-            backend = self._backend()
+            backend, self.server = make_backend(self.settings, self._client_override, self._calls)
             self._llm = LLMClient(backend, self.settings, mode=self._mode, sleep=self._sleep,
                                   on_error=self.transcript.write, calls=self._calls)
         return self._llm
-
-    def _backend(self) -> ChatBackend:
-        s = self.settings
-        kind = s.resolved_backend()
-        if self._client_override is not None:
-            return OpenAIBackend(self._client_override, s.model or "local", s, "the injected LLM client")
-        if kind == "replay":
-            return ReplayBackend(s.replay_path, skip=self._calls)
-        if kind == "local":
-            model = s.local_model
-            self.server = LocalServer(s.gguf_path, model=None if s.gguf_path else model, n_ctx=s.n_ctx,
-                                      n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s,
-                                      alias=model).start()
-            client = make_openai_client(s, base_url=self.server.base_url, api_key="local")
-            # llama.cpp's own request field: keep (or drop) the slot's cache of the conversation so far
-            return OpenAIBackend(client, model, s, f"the local LLM server ({model}) at {self.server.base_url}",
-                                 extra_body={"cache_prompt": s.prompt_cache})
-        if not s.model:
-            raise LLMError("the openai backend needs a model name (--model or llm.model), e.g. gpt-4o-mini")
-        client = make_openai_client(s)
-        return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})")
-
-    def _sampling(self, attempt: int, request: int) -> Sampling:
-        """Each request samples with its own seed (llm.seed + 1000 x the requests before it + the try), so a later
-        cycle cannot replay an earlier one's tokens while a rerun asks exactly the same; repair turns sample at
-        llm.repair_temperature (None: llm.temperature)."""
-        s = self.settings
-        seed = (s.seed or 0) + 1000 * request + attempt
-        if attempt == 0 or s.repair_temperature is None:
-            return Sampling(s.temperature, seed)
-        return Sampling(s.repair_temperature, seed)
 
     def _design(self, prompt: str, n: int, kind: str, per_reply: int | None = None,
                 base: list[dict] | None = None, earlier: list[list] | None = None, weak: Sequence[str] = ()) -> Design:
@@ -229,7 +192,7 @@ class Designer:
             text = prompt if first == 0 else "\n\n".join(
                 [prompt, written_prompt(configs, targets), *([analysis_prompt(analysis)] if reuse else []),
                  next_prompt(first + 1, first + count, n)])
-            parsed, conversation = self._reply(base, text, count, kind, self.requests + part, configs,
+            parsed, conversation = answer_turn(self, base, text, count, kind, self.requests + part, configs,
                                                with_analysis=not reuse, earlier=earlier)
             configs += parsed.configs
             purposes += parsed.purposes
@@ -242,7 +205,7 @@ class Designer:
             text = "\n\n".join([prompt, written_prompt(configs, targets),
                                  *([analysis_prompt(analysis)] if analysis else []),
                                  unserved_prompt(missing, n, n, self.spec.skills)])
-            parsed, _ = self._reply(base, text, 1, kind, self.requests + replies, configs, with_analysis=False,
+            parsed, _ = answer_turn(self, base, text, 1, kind, self.requests + replies, configs, with_analysis=False,
                                     earlier=earlier, names=tuple(missing))
             configs += parsed.configs
             purposes += parsed.purposes
@@ -258,66 +221,114 @@ class Designer:
         self.requests += replies
         return Design(list(configs), list(purposes))
 
-    def _reply(self, conversation: list[dict], prompt: str, n: int, kind: str, request: int,
-               written: Sequence[Any] = (), with_analysis: bool = True, earlier: Sequence[Sequence[Any]] = (),
-               names: tuple[str, ...] | None = None):
-        """One user turn answered with n valid environments, repairs included: (the parsed reply, the conversation
-        with the turn and the accepted reply). `written`: environments of this design accepted in earlier turns;
-        `with_analysis` False: the reply writes no analysis (its prompt holds the design's, llm.analysis);
-        `earlier`: the designs its environments must not repeat (llm.distinct); `names`: the achievements its
-        environments name as targets first (None: the game's with llm.targets, else none)."""
-        cls_ = self.spec.config_cls
-        if names is None:
-            names = self.spec.achievements if self.settings.targets else ()
-        schema = output_schema(cls_, n, names, changes_only=self.settings.only_changes, analysis=with_analysis)
-        llm = self._client()
-        messages = [*conversation, {"role": "user", "content": prompt}]
-        parsed, reasks = None, 0
-        for attempt in range(self.settings.max_repairs + 1):
-            sampling = self._sampling(attempt, request)
-            reply = llm.complete(messages, schema, sampling)
-            parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check, names)
-            repeats = (repeated_environments(parsed.configs, written, earlier)
-                       if parsed.ok and self.settings.distinct else {})
-            advice = (design_advice(parsed.configs, parsed.purposes, self.history, self.settings.advice,
-                                    parsed.targets, written, self.spec.targeting, skip=repeats) if parsed.ok else [])
-            last_try = attempt == self.settings.max_repairs
-            # neither a repeat nor advice fails a step: what the last try still holds is used, and recorded
-            accepted = parsed.ok and (not (advice or repeats) or last_try)
-            self.transcript.write({
-                "event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind, "try": attempt,
-                "mode": llm.mode, "temperature": sampling.temperature, "seed": sampling.seed, "messages": messages,
-                "reply": reply.text, "finish_reason": reply.finish_reason,
-                "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
-                "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
-                "purposes": list(parsed.purposes) if parsed.ok else None,
-                "targets": [list(t) for t in parsed.targets] if parsed.ok else None, "analysis": parsed.analysis,
-                "problems": list(parsed.problems), "advice": advice, "repeats": [r for _, r in repeats.values()],
-                "accepted": accepted})
-            if accepted:
-                # Failed tries and repair turns stay in the transcript but not in the conversation: later cycles
-                # see a clean history, and small local models keep their context for what matters.
-                self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": True,
-                                       "replies": attempt + 1, "repairs": attempt, "reasks": reasks, "problems": [],
-                                       "advice_left": advice, "repeats_left": [r for _, r in repeats.values()]})
-                return parsed, [*conversation, {"role": "user", "content": prompt},
-                                {"role": "assistant", "content": reply.text}]
-            if attempt < self.settings.max_repairs and repeats:
-                # Asked again on a fresh branch, the repeats named in words and the reply not echoed (the 1.5B model
-                # answered an echoed reply with the same configuration), with the next seed (`_sampling`).
-                reasks += 1
-                named = [f"{in_words(config)} ({what})" for config, what in repeats.values()]
-                messages = [*conversation, {"role": "user", "content": "\n\n".join(
-                    [prompt, repeats_prompt(named + advice)])}]
-            elif attempt < self.settings.max_repairs:
-                echo = reply.text if len(reply.text) <= MAX_ECHO_CHARS else reply.text[:MAX_ECHO_CHARS] + " ...(cut)"
-                messages = [*messages, {"role": "assistant", "content": echo or "(empty reply)"},
-                            {"role": "user", "content": repair_prompt(list(parsed.problems) or advice, n)}]
-        replies = self.settings.max_repairs + 1
-        self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": False, "replies": replies,
-                               "repairs": replies - 1, "problems": list(parsed.problems)})
-        raise DesignError(parsed.problems, replies=replies,
-                          transcript=str(self.transcript.path) if self.transcript.path else None)
+
+
+def answer_turn(d: Designer, conversation: list[dict], prompt: str, n: int, kind: str, request: int,
+                written: Sequence[Any] = (), with_analysis: bool = True, earlier: Sequence[Sequence[Any]] = (),
+                names: tuple[str, ...] | None = None):
+    """Designer `d`'s one user turn answered with n valid environments, repairs included: (the parsed reply, the conversation
+    with the turn and the accepted reply). `written`: environments of this design accepted in earlier turns;
+    `with_analysis` False: the reply writes no analysis (its prompt holds the design's, llm.analysis);
+    `earlier`: the designs its environments must not repeat (llm.distinct); `names`: the achievements its
+    environments name as targets first (None: the game's with llm.targets, else none)."""
+    cls_ = d.spec.config_cls
+    if names is None:
+        names = d.spec.achievements if d.settings.targets else ()
+    schema = output_schema(cls_, n, names, changes_only=d.settings.only_changes, analysis=with_analysis)
+    llm = d._client()
+    messages = [*conversation, {"role": "user", "content": prompt}]
+    parsed, reasks = None, 0
+    for attempt in range(d.settings.max_repairs + 1):
+        sampling = request_sampling(d.settings, attempt, request)
+        reply = llm.complete(messages, schema, sampling)
+        parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, d.spec.check, names)
+        repeats = (repeated_environments(parsed.configs, written, earlier)
+                   if parsed.ok and d.settings.distinct else {})
+        advice = (design_advice(parsed.configs, parsed.purposes, d.history, d.settings.advice,
+                                parsed.targets, written, d.spec.targeting, skip=repeats) if parsed.ok else [])
+        last_try = attempt == d.settings.max_repairs
+        # neither a repeat nor advice fails a step: what the last try still holds is used, and recorded
+        accepted = parsed.ok and (not (advice or repeats) or last_try)
+        d.transcript.write({"event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind,
+                            **_exchange(attempt, llm, sampling, messages, reply, parsed, advice, repeats, accepted)})
+        if accepted:
+            # Failed tries and repair turns stay in the transcript but not in the conversation: later cycles
+            # see a clean history, and small local models keep their context for what matters.
+            d.transcript.write({"event": "design", "request": request, "kind": kind, "ok": True,
+                                   "replies": attempt + 1, "repairs": attempt, "reasks": reasks, "problems": [],
+                                   "advice_left": advice, "repeats_left": [r for _, r in repeats.values()]})
+            return parsed, [*conversation, {"role": "user", "content": prompt},
+                            {"role": "assistant", "content": reply.text}]
+        if attempt < d.settings.max_repairs and repeats:
+            # Asked again on a fresh branch, the repeats named in words and the reply not echoed (the 1.5B model
+            # answered an echoed reply with the same configuration), with the next seed (`request_sampling`).
+            reasks += 1
+            named = [f"{in_words(config)} ({what})" for config, what in repeats.values()]
+            messages = [*conversation, {"role": "user", "content": "\n\n".join(
+                [prompt, repeats_prompt(named + advice)])}]
+        elif attempt < d.settings.max_repairs:
+            echo = reply.text if len(reply.text) <= MAX_ECHO_CHARS else reply.text[:MAX_ECHO_CHARS] + " ...(cut)"
+            messages = [*messages, {"role": "assistant", "content": echo or "(empty reply)"},
+                        {"role": "user", "content": repair_prompt(list(parsed.problems) or advice, n)}]
+    replies = d.settings.max_repairs + 1
+    d.transcript.write({"event": "design", "request": request, "kind": kind, "ok": False, "replies": replies,
+                           "repairs": replies - 1, "problems": list(parsed.problems)})
+    raise DesignError(parsed.problems, replies=replies,
+                      transcript=str(d.transcript.path) if d.transcript.path else None)
+
+
+def _check_n(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LLMError(f"the number of environments must be a positive integer, got {n!r}")
+    return n
+
+
+def make_backend(s: LLMSettings, client: Any = None, calls: int = 0) -> tuple[ChatBackend, LocalServer | None]:
+    """The chat backend `s` names, and the local server it started (or None). `client`: an injected
+    `.chat.completions.create` object used instead; `calls`: backend calls already made (a replay skips them)."""
+    kind = s.resolved_backend()
+    if client is not None:
+        return OpenAIBackend(client, s.model or "local", s, "the injected LLM client"), None
+    if kind == "replay":
+        return ReplayBackend(s.replay_path, skip=calls), None
+    if kind == "local":
+        model = s.local_model
+        server = LocalServer(s.gguf_path, model=None if s.gguf_path else model, n_ctx=s.n_ctx,
+                             n_threads=s.n_threads, startup_timeout_s=s.startup_timeout_s, alias=model).start()
+        try:
+            client = make_openai_client(s, base_url=server.base_url, api_key="local")
+        except BaseException:
+            server.stop()  # nothing would stop it later
+            raise
+        # llama.cpp's own request field: keep (or drop) the slot's cache of the conversation so far
+        return OpenAIBackend(client, model, s, f"the local LLM server ({model}) at {server.base_url}",
+                             extra_body={"cache_prompt": s.prompt_cache}), server
+    if not s.model:
+        raise LLMError("the openai backend needs a model name (--model or llm.model), e.g. gpt-4o-mini")
+    client = make_openai_client(s)
+    return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})"), None
+
+
+def _exchange(attempt, llm, sampling, messages, reply, parsed, advice, repeats, accepted) -> dict:
+    """The rest of one try's transcript record: what was sent, the reply and what became of it."""
+    return {"try": attempt, "mode": llm.mode, "temperature": sampling.temperature, "seed": sampling.seed,
+            "messages": messages, "reply": reply.text, "finish_reason": reply.finish_reason,
+            "usage": reply.usage, "latency_s": round(reply.latency_s, 4),
+            "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
+            "purposes": list(parsed.purposes) if parsed.ok else None,
+            "targets": [list(t) for t in parsed.targets] if parsed.ok else None, "analysis": parsed.analysis,
+            "problems": list(parsed.problems), "advice": advice,
+            "repeats": [r for _, r in repeats.values()], "accepted": accepted}
+
+
+def request_sampling(s: LLMSettings, attempt: int, request: int) -> Sampling:
+    """Each request samples with its own seed (llm.seed + 1000 x the requests before it + the try), so a later
+    cycle cannot replay an earlier one's tokens while a rerun asks exactly the same; repair turns sample at
+    llm.repair_temperature (None: llm.temperature)."""
+    seed = (s.seed or 0) + 1000 * request + attempt
+    if attempt == 0 or s.repair_temperature is None:
+        return Sampling(s.temperature, seed)
+    return Sampling(s.repair_temperature, seed)
 
 
 def repeated_environments(configs: Sequence[Any], written: Sequence[Any] = (),

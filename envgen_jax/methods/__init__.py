@@ -29,7 +29,7 @@ One run (the loop makes `cls(run, trainer)` with its `run_view.RunView` and PPO 
 
 Level replay lives in plr.py; the learnability selection shared by sfl.py and envgen_sfl.py in selection.py.
 Adding a method is one module here and one line in `REGISTRY` (or `register(name, cls)` at run time, as a test
-may); the driver (`envgen_jax.loop`) does not change.
+may); the driver (`envgen_jax.run.loop`) does not change.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ import logging
 import time
 from typing import Any, Callable
 
-from envgen_jax.rows import assign_rows
-from envgen_jax.run_view import RunView
+from envgen_jax.run.rows import assign_rows
+from envgen_jax.run.view import RunView
 
 logger = logging.getLogger("envgen_jax.run")
 
@@ -142,8 +142,8 @@ class Method:
 
     def bank_and_rows(self, where: str):
         """(bank, rows) of a training phase at `where`. Bank: row 0 the original game, then the LLM configurations,
-        padded to a fixed capacity (no recompiles); rows: `assign_rows`, or a `RowSampler`, or None for the
-        trainer's level sampler."""
+        padded to a fixed capacity (no recompiles); rows: `assign_rows`, or a `RowSampler`, or `replay.REPLAY`
+        for the trainer's level sampler."""
         run, cfg = self.run, self.run.cfg
         llm = run.llm_configs() if where in ("llm", "mixed") else []
         bank = run.make_params([run.config_cls.original(), *llm], capacity=cfg.bank_rows)

@@ -21,6 +21,7 @@ import numpy as np
 from envgen_jax.methods.base import Method, Phase
 from envgen_jax.methods.random import random_configs
 from envgen_jax.trainer import level_sampler as ls
+from envgen_jax.trainer.replay import REPLAY
 
 
 def rows_to_refresh(cfg, sampler) -> np.ndarray:
@@ -92,13 +93,13 @@ class PLR(Method):
         self.buffer, self.buffer_draws = state.get("buffer", []), state.get("buffer_draws", 0)
 
     def bank_and_rows(self, where):
-        """The buffer's configurations, and rows None (the level sampler draws them)."""
+        """The buffer's configurations, and rows REPLAY (the level sampler draws them)."""
         if where != self.WHERE:
             return super().bank_and_rows(where)
         if not self.buffer:
             self.buffer = random_configs(self.run.cfg, self.run.config_cls, self.run.cfg.bank_rows, 0)
             self.buffer_draws = 1
-        return self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer]), None
+        return self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer]), REPLAY
 
     def chunk_record(self, ts, phase):
         if phase.where != self.WHERE:
@@ -119,7 +120,7 @@ class PLR(Method):
             self.buffer[row] = config
         bank = self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer])
         ts = ts.replace(sampler=ls.replace_rows(ts.sampler, replace))
-        return self.trainer.reset_envs(ts, bank, None), bank
+        return self.trainer.reset_envs(ts, bank, REPLAY), bank
 
     def after_phase(self, ts, phase):
         """The four highest-scored configurations of seed 0's buffer, through the game's renderer."""

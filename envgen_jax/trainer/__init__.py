@@ -1,7 +1,14 @@
 """PPO trainer: one jit-compiled training chunk over a bank of env configs, seeds vmapped.
 
-  ppo.py         PPOConfig, TrainState, Trainer / make_trainer (init, train_chunk), compute_gae
-  networks.py    ActorCritic (MLP for symbolic obs, IMPALA-style conv for pixels), categorical policy
+  config.py      PPOConfig: sizes, switches and the per-agent hyperparameters' defaults (static)
+  ppo.py         one PPO update (rollout, GAE, minibatch epochs) of one agent's TrainState; compute_gae
+  train.py       Trainer / make_trainer: init, train_chunk (the update scanned, seeds vmapped, jit), reset_envs
+  replay.py      ReplayTrainer: level replay around the update (the level sampler's state beside the agent's)
+  level_sampler.py  robust PLR's sampler, pure functions of a pytree; learnability.py: SFL's measurement
+  networks.py    ActorCritic (MLP / map conv for symbolic obs, IMPALA-style conv for pixels; GRU / LSTM memory),
+                 Agent (one interface for feed-forward and recurrent), categorical policy
+  minibatch.py   an epoch's minibatches: single steps, or whole sequences for a recurrent agent
+  migrations.py  checkpoints older versions wrote, read into today's states
   metrics.py     RowStats / ChunkMetrics on device; host helpers (means over finished episodes, Crafter score)
   evaluate.py    Evaluator / make_evaluator: N episodes per env in any bank/rows, EvalReport across seeds
   checkpoint.py  orbax checkpoints of the whole TrainState + JSON metadata; a run's rotate (CheckpointManager)
@@ -13,7 +20,8 @@ from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_ch
 from envgen_jax.trainer.evaluate import EvalReport, Evaluator, make_evaluator, report_from_stats
 from envgen_jax.trainer.metrics import (ChunkMetrics, LossStats, RowStats, crafter_score, pool_rows, pool_seeds,
                                         success_rates, summarize, summarize_rows, timed, to_host)
-from envgen_jax.trainer.ppo import PPOConfig, Trainer, TrainState, compute_gae, make_trainer, select_seeds
+from envgen_jax.trainer.ppo import PPOConfig, TrainState, compute_gae
+from envgen_jax.trainer.train import Trainer, make_trainer, select_seeds
 
 __all__ = [
     "PPOConfig", "Trainer", "TrainState", "make_trainer", "compute_gae", "select_seeds",

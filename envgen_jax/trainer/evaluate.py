@@ -26,7 +26,9 @@ import numpy as np
 from envgen_jax.trainer.metrics import (RowStats, across_seeds, crafter_score, mean_or_nan, nan_to_none, pool_rows,
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
-from envgen_jax.trainer.ppo import Trainer, _default_vecenv, _rows_axis
+from envgen_jax.trainer.train import Trainer
+from envgen_jax.trainer.train import default_vecenv as _default_vecenv
+from envgen_jax.trainer.train import rows_axis as _rows_axis
 
 MODES = ("sample", "greedy", "random")
 

@@ -1,13 +1,13 @@
 """Prioritized level replay over the configuration bank, as pure functions of a pytree (robust PLR).
 
-It lives in `trainer/` because it runs inside the compiled chunk: the PPO update scores the rows its rollout ran and
-the next rollout draws its rows from the new distribution, with no host round trip. Methods (host side) only set
-the hyperparameters and refill the buffer between chunks.
+It lives in `trainer/` because it runs inside the compiled chunk (`trainer.replay.ReplayTrainer`): after each PPO
+update the rows its rollout ran are scored and the next rollout draws its rows from the new distribution, with no
+host round trip. Methods (host side) only set the hyperparameters and refill the buffer between chunks.
 
 As in jaxued's `LevelSampler`/`Sampler` split, `LevelSampler` holds the hyperparameters (a frozen dataclass:
 static, closed over) and `SamplerState` the buffer's statistics (a flax struct: traced, passed in and returned,
-checkpointed with the TrainState). A "level" is a bank row: a configuration, from which each reset draws a fresh
-world (in jaxued a level is one EnvState, the world itself).
+checkpointed beside the TrainState in a `replay.ReplayState`). A "level" is a bank row: a configuration, from which
+each reset draws a fresh world (in jaxued a level is one EnvState, the world itself).
 
     P_replay = (1 - rho) * P_rank + rho * P_stale                                  (Jiang et al. 2021)
     P_rank  ~ (1 / rank(score))^(1 / beta)  over seen rows (rank 1 = highest; ties broken by row index)
@@ -49,19 +49,19 @@ class LevelSampler:
     robust: bool = True
     """robust PLR: gradients only from steps on replayed (seen) rows"""
 
-    # -- the trainer's hooks: all the PPO update knows of level replay (trainer/ppo.py, `make_trainer(hooks=)`) --
+    # -- the hooks a ReplayTrainer calls (trainer/replay.py, `make_trainer(level_sampler=)`) ------------------
     def init_state(self, num_rows: int) -> "SamplerState":
-        """The state carried in the TrainState (its `sampler` field) for a bank of `num_rows` rows."""
+        """The state carried beside the agent's (`ReplayState.sampler`) for a bank of `num_rows` rows."""
         return SamplerState.empty(num_rows)
 
     def row_distribution(self, state: "SamplerState") -> jax.Array:
         """f32[K]: the distribution the next episodes' rows are drawn from."""
         return level_probs(self, state)
 
-    def gradient_mask(self, state: "SamplerState", infos) -> jax.Array | None:
-        """bool[T, N]: the rollout steps that give gradients (robust PLR: rows already scored when the update
-        began), or None for all."""
-        return state.seen[infos.row] if self.robust else None
+    def gradient_rows(self, state: "SamplerState") -> jax.Array | None:
+        """bool[K]: the rows whose steps give gradients in the next update (robust PLR: rows already scored when
+        the update begins), or None for all."""
+        return state.seen if self.robust else None
 
     def after_update(self, state: "SamplerState", infos, advantages, values) -> "SamplerState":
         """The state after an update: the rows the rollout ran are scored (advantages, de-normalised values)."""

@@ -281,3 +281,56 @@ class ActorCritic(nn.Module):
 
 def count_params(params) -> int:
     return int(sum(np.prod(x.shape) for x in jax.tree.leaves(params)))
+
+
+class Agent:
+    """The actor-critic as PPO and the evaluator call it, one interface for feed-forward and recurrent networks:
+    `memory` is each env slot's recurrent state ([N, H]; None when feed-forward), and a minibatch is [B] samples
+    (feed-forward) or [T, B] sequences unrolled from their stored initial memory (recurrent)."""
+
+    def __init__(self, network: ActorCritic):
+        self.network = network
+        self.recurrent = network.recurrent != "none"
+
+    def init(self, key):
+        """One agent's parameters."""
+        obs = jnp.zeros(self.network.obs_shape, jnp.float32)
+        if not self.recurrent:
+            return self.network.init(key, obs)
+        return self.network.init(key, self.initial_memory(1), obs[None, None], jnp.zeros((1, 1), bool),
+                                 method="unroll")
+
+    def apply(self, params, obs):
+        """Feed-forward networks: (logits, value) of observations with any batch dims."""
+        return self.network.apply(params, obs)
+
+    def initial_memory(self, n: int):
+        """The recurrent state of `n` env slots at an episode's start (None for a feed-forward network)."""
+        return self.network.initial_carry(n) if self.recurrent else None
+
+    def forget(self, memory, done):
+        """The memory with the slots whose episode just ended (done bool[N]) reset for the next episode."""
+        return None if memory is None else self.network.clear(memory, done)
+
+    def act(self, params, memory, obs):
+        """One policy step of N slots: (memory, logits [N, A], raw value [N]); memory None when feed-forward."""
+        if not self.recurrent:
+            logits, value = self.apply(params, obs)
+            return None, logits, value
+        no_reset = jnp.zeros(obs.shape[:1], bool)  # `memory` is already reset where episodes started
+        return self.network.apply(params, memory, obs, no_reset, method="step")
+
+    def episode_starts(self, done):
+        """bool[T, N]: an episode starts at step t where step t-1 ended one (t = 0: reset before the rollout), what
+        a recurrent learner's unroll clears its memory at; None when feed-forward (nothing to clear)."""
+        if not self.recurrent:
+            return None
+        return jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]])
+
+    def evaluate(self, params, memory, obs, start):
+        """(logits, raw values) of a minibatch: obs [B, ...] (feed-forward), or [T, B, ...] sequences from their
+        initial memory [B, H] with their episode starts bool[T, B] (recurrent)."""
+        if not self.recurrent:
+            return self.apply(params, obs)
+        _, logits, value = self.network.apply(params, memory, obs, start, method="unroll")
+        return logits, value

@@ -39,7 +39,8 @@ def layout(num_seeds: int, num_envs: int, num_devices: int) -> str:
 
 
 def shard_train_state(ts, num_envs: int, mesh: Mesh | None = None):
-    """Place `ts` (leading seed axis on every leaf) on the mesh; see the module docstring for the layout."""
+    """Place `ts` (a TrainState or a replay.ReplayState, leading seed axis on every leaf) on the mesh; see the
+    module docstring for the layout."""
     mesh = mesh or device_mesh()
     num_seeds = int(jax.tree.leaves(ts)[0].shape[0])
     how = layout(num_seeds, num_envs, mesh.size)
@@ -52,8 +53,14 @@ def shard_train_state(ts, num_envs: int, mesh: Mesh | None = None):
     def env_split(x):
         return NamedSharding(mesh, P(None, AXIS)) if x.ndim >= 2 and x.shape[1] == num_envs else replicated
 
-    # the env slots' own state: env states, observations and a recurrent agent's memory
-    by_env = dict(env_state=jax.tree.map(env_split, ts.env_state), obs=env_split(ts.obs),
-                  memory=jax.tree.map(env_split, ts.memory))
-    placement = jax.tree.map(lambda _: replicated, ts).replace(**by_env)
+    def agent_placement(agent):  # the env slots' own state: env states, observations and a recurrent memory
+        by_env = dict(env_state=jax.tree.map(env_split, agent.env_state), obs=env_split(agent.obs),
+                      memory=jax.tree.map(env_split, agent.memory))
+        return jax.tree.map(lambda _: replicated, agent).replace(**by_env)
+
+    from envgen_jax.trainer.replay import ReplayState
+    if isinstance(ts, ReplayState):  # the level sampler's state (per seed, per bank row) is replicated
+        placement = ts.replace(agent=agent_placement(ts.agent), sampler=jax.tree.map(lambda _: replicated, ts.sampler))
+    else:
+        placement = agent_placement(ts)
     return jax.device_put(ts, placement)

@@ -1,6 +1,6 @@
 """The EnvGen host loop: compiled training chunks, with the design step (the LLM) between them.
 
-The driver walks the plan (`envgen_jax.plan.build_plan`: phases from the config and the method) in order and
+The driver walks the plan (`envgen_jax.run.plan.build_plan`: phases from the config and the method) in order and
 checkpoints between phases:
 
     design    the method's design step (`Method.design`, through `design_step.DesignStep`), e.g. an LLM call per
@@ -29,26 +29,23 @@ import jax
 import numpy as np
 import yaml
 
-from envgen_jax import games, methods
-from envgen_jax.design_step import DesignStep
-from envgen_jax.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
+from envgen_jax.run.design_step import DesignStep
+from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
 from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
-from envgen_jax.plan import (Phase, abstract_train_state, build_plan, checkpoint_bytes, first_training_where,
-                             phase_label, train_updates)
-from envgen_jax.progress import chunk_done, progress_bar
+from envgen_jax.run.parts import RunParts
+from envgen_jax.run.plan import Phase, build_plan, first_training_where, phase_label, train_updates
+from envgen_jax.run.progress import chunk_done, progress_bar
 from envgen_jax.report import write_report
-from envgen_jax.rows import ORIGINAL_ROW
+from envgen_jax.run.rows import ORIGINAL_ROW
 from envgen_jax.run_config import RunConfig, load_run_config
-from envgen_jax.run_log import RunLog, logger, nan_to_none
-from envgen_jax.run_view import RunView
+from envgen_jax.run.log import RunLog, logger, nan_to_none
+from envgen_jax.run.view import RunView
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.checkpoint import Checkpoints, newest_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
-from envgen_jax.trainer.ppo import make_trainer
 
-__all__ = ["EnvGenRun", "LoopState", "Callbacks", "Phase", "build_plan", "latest_checkpoint", "check_no_run_there",
-           "abstract_train_state", "checkpoint_bytes", "load_loop_state"]
+__all__ = ["EnvGenRun", "LoopState", "Callbacks", "Phase", "latest_checkpoint", "check_no_run_there", "load_loop_state"]
 
 
 class Callbacks:
@@ -72,15 +69,14 @@ class EnvGenRun:
         self.log = log or logger
         self.callbacks = callbacks or Callbacks()
         self.state = state or LoopState()
-        self.plan = build_plan(cfg)
-        self.game = games.get(cfg.env)
-        self.env = self.game.make_env(cfg.observation, cfg.game_options)
+        parts = RunParts.of(cfg)  # the game, its env and the method's class, looked up once
+        self.game, self.env = parts.game, parts.env
+        self.plan = build_plan(cfg, parts.method)
         self.view = RunView(cfg, self.out, self.game, self.env, self.state)  # what the method sees of the run
-        method_cls = methods.get(cfg.method)
-        self.trainer = make_trainer(self.env, cfg.trainer_ppo, level_sampler=method_cls.level_sampler(cfg))
+        self.trainer = parts.make_trainer()
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
                                         cfg.eval.max_steps)
-        self.method = method_cls(self.view, self.trainer)
+        self.method = parts.method(self.view, self.trainer)
         self.method.load_state(self.state.method)
         self.design = DesignStep(self.view, self.method, self.log, llm_client)
         self.records = RunLog(self.out, cfg.output.tensorboard)
@@ -228,7 +224,7 @@ class EnvGenRun:
         bank, _ = self._bank_and_rows("original")
         rows = np.zeros(self.cfg.eval.num_envs, np.int32)
         key = jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), 1000 + cycle)
-        report = self.evaluator.evaluate(ts.params, bank, rows, key=key, mode=self.cfg.eval.mode,
+        report = self.evaluator.evaluate(self.trainer.agent_state(ts).params, bank, rows, key=key, mode=self.cfg.eval.mode,
                                          report_rows=[ORIGINAL_ROW])
         entry = {"cycle": cycle, "final": cycle == self.cfg.schedule.cycles, "env_steps": self.state.env_steps,
                  **report.to_dict(), "success_per_seed": nan_to_none(report.success)}

@@ -4,28 +4,25 @@
                                -> evaluate
     final:                     train in the original env (scored) -> evaluate
 
-Which phases a cycle has is the method's (`Method.cycle_phases`); phases of 0 updates are dropped.
-`describe_plan(cfg)` is the plan in numbers, as `envgen-jax train --dry-run` prints it.
+Which phases a cycle has is the method's (`Method.cycle_phases`; `method` is the method's class, which the run
+looks up once, `run.parts.RunParts`); phases of 0 updates are dropped. `describe_plan(cfg, method, ...)` is the
+plan in numbers, as `envgen-jax train --dry-run` prints it. Nothing here builds or runs anything.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-import jax
 import numpy as np
 
-from envgen_jax import games, methods
 from envgen_jax.methods.base import Phase
-from envgen_jax.rows import ORIGINAL_ROW, assign_rows
-from envgen_jax.trainer.ppo import make_trainer
+from envgen_jax.run.rows import ORIGINAL_ROW, assign_rows
 
 __all__ = ["Phase", "build_plan", "train_updates", "phase_label", "first_training_where", "PhaseCost", "phase_costs",
-           "describe_plan", "abstract_train_state", "checkpoint_bytes", "parameter_count"]
+           "describe_plan"]
 
 
-def build_plan(cfg) -> list[Phase]:
-    method = methods.get(cfg.method)
+def build_plan(cfg, method) -> list[Phase]:
     s = cfg.schedule
     plan: list[Phase] = []
     for c in range(s.cycles):
@@ -66,16 +63,15 @@ class PhaseCost:
     llm_rows: int = 0        # the designed environments (bank rows) those slots run
 
 
-def phase_costs(cfg) -> list[PhaseCost]:
+def phase_costs(cfg, method) -> list[PhaseCost]:
     """Every phase of the plan of `cfg` in numbers (a pure function of the config, like the plan)."""
-    method = methods.get(cfg.method)
     s = cfg.schedule
     costs = []
-    for phase in build_plan(cfg):
+    for phase in build_plan(cfg, method):
         label = phase_label(phase, s.cycles)
         if phase.kind == "design":
             costs.append(PhaseCost(label, "design",
-                                   llm_calls=methods.llm_calls(cfg.method, phase.cycle, cfg.num_designers)))
+                                   llm_calls=method.llm_calls(phase.cycle, cfg.num_designers)))
         elif phase.kind == "evaluate":
             costs.append(PhaseCost(label, "evaluate", original_slots=cfg.eval.num_envs))
         elif (candidates := method.sampled_rows(cfg, phase.where)) is not None:  # rows the method draws on the device
@@ -94,9 +90,10 @@ def phase_costs(cfg) -> list[PhaseCost]:
     return costs
 
 
-def describe_plan(cfg) -> str:
-    """The run's plan as a table of phases, with totals, LLM calls, bank rows and the size of a checkpoint."""
-    s, costs = cfg.schedule, phase_costs(cfg)
+def describe_plan(cfg, method, checkpoint_bytes: int, parameters: int | None = None) -> str:
+    """The run's plan as a table of phases, with totals, LLM calls, the agent's size, bank rows and the size of a
+    checkpoint (its bytes and parameters given: `run.parts.checkpoint_bytes`, `run.parts.parameter_count`)."""
+    s, costs = cfg.schedule, phase_costs(cfg, method)
     columns = f"  {'phase':<28}{'kind':<10}{'env steps':>11}{'updates':>9}{'chunks':>8}{'LLM calls':>11}  env slots"
     seeds = f"seed {cfg.seed}" if cfg.seeds == 1 else f"seeds {cfg.seed}-{cfg.seed + cfg.seeds - 1}"
     if cfg.sweep.active:
@@ -110,9 +107,9 @@ def describe_plan(cfg) -> str:
                      f"{_slots(c)}".rstrip())
 
     steps, updates, chunks = (sum(getattr(c, k) for c in costs) for k in ("env_steps", "updates", "chunks"))
-    scored = train_updates(build_plan(cfg), "final") * cfg.steps_per_update
+    scored = train_updates(build_plan(cfg, method), "final") * cfg.steps_per_update
     calls = sum(c.llm_calls for c in costs)
-    size = checkpoint_bytes(cfg)
+    size = checkpoint_bytes
     lines += [
         "",
         f"env steps:   {steps:,} per seed ({scored:,} of them scored), {steps * cfg.num_agents:,} over all "
@@ -121,38 +118,17 @@ def describe_plan(cfg) -> str:
         f"{cfg.ppo.num_envs} envs x {cfg.ppo.num_steps} steps = {cfg.steps_per_update:,} env steps",
         f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "
                                    f"{cfg.llm.max_repairs} repair turns)" if calls else " (this method asks no LLM)"),
-        f"agent:       {cfg.ppo.network} network on {cfg.observation} observations, "
-        f"{parameter_count(cfg):,} parameters per agent",
-        f"bank:        {cfg.bank_rows} rows shared by the seeds: " + _bank_use(cfg, costs),
+        *([f"agent:       {cfg.ppo.network} network on {cfg.observation} observations, {parameters:,} parameters "
+           f"per agent"] if parameters is not None else []),
+        f"bank:        {cfg.bank_rows} rows shared by the seeds: " + _bank_use(cfg, method, costs),
         f"checkpoint:  about {_bytes(size)} ({size:,} bytes of TrainState) each; the newest "
         f"{cfg.output.keep_checkpoints} kept",
     ]
     return "\n".join(lines)
 
 
-def abstract_train_state(cfg):
-    """The TrainState a run of `cfg` checkpoints, as shapes and dtypes only (jax.eval_shape: nothing is computed)."""
-    game = games.get(cfg.env)
-    env = game.make_env(cfg.observation, cfg.game_options)
-    bank = env.make_params([game.config_cls.original()] * cfg.bank_rows)
-    rows = np.zeros(cfg.ppo.num_envs, np.int32)  # which rows the slots run changes no shape
-    trainer = make_trainer(env, cfg.trainer_ppo, level_sampler=methods.get(cfg.method).level_sampler(cfg))
-    return trainer.abstract_state(bank, rows)
-
-
-def parameter_count(cfg) -> int:
-    """Parameters of one agent's network (shapes only: nothing is computed)."""
-    params = jax.tree.leaves(abstract_train_state(cfg).params)
-    return sum(leaf.size for leaf in params) // cfg.num_agents
-
-
-def checkpoint_bytes(cfg) -> int:
-    """Bytes of the arrays in one checkpoint of a run of `cfg` (orbax adds a little metadata)."""
-    return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(abstract_train_state(cfg)))
-
-
-def _bank_use(cfg, costs: list[PhaseCost]) -> str:
-    use = methods.get(cfg.method).bank_use(cfg)
+def _bank_use(cfg, method, costs: list[PhaseCost]) -> str:
+    use = method.bank_use(cfg)
     if use is not None:  # a method whose rows are its own says what they hold
         return use
     if any(c.kind == "design" for c in costs):

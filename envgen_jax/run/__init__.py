@@ -1,0 +1,16 @@
+"""One run of a method, on the host: the loop around the compiled training chunks (`envgen_jax.trainer`).
+
+  loop.py         EnvGenRun: walks the plan (design, train, evaluate), checkpoints, resumes, writes the report
+  parts.py        RunParts: the game, its env, the method's class (looked up once per run) and the trainer
+  plan.py         the plan of a run: phases from the config and the method, and the plan in numbers (pure)
+  loop_state.py   LoopState: what the host needs to continue a run (JSON, saved with every checkpoint)
+  design_step.py  DesignStep: a cycle's design step (the method's `design`, the LLM bookkeeping)
+  view.py         RunView: what the loop and a method both see of a run
+  rows.py         which bank row each env slot runs
+  progress.py     the progress bar (tqdm)
+  log.py          RunLog: metrics.jsonl and TensorBoard scalars; the console log
+  provenance.py   where a result came from (commit, versions, device)
+
+Import the modules themselves (`from envgen_jax.run.loop import EnvGenRun`): this file imports nothing, so the
+methods can use `run.view` and `run.rows` without an import cycle.
+"""

@@ -1,0 +1,266 @@
+"""PPO in one jit-compiled training chunk, with independent agents (seeds) vmapped.
+
+    trainer = make_trainer(env, PPOConfig(...))
+    ts = trainer.init(bank, rows)                      # TrainState, leading seed axis [S] on every leaf
+    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=8)   # jitted; `ts` is donated
+    host = to_host(metrics)                            # ChunkMetrics: RowStats [S, K], LossStats [S, U]
+    ts = trainer.reset_envs(ts, new_bank, new_rows)    # after the LLM step changed rows that slots run
+
+One chunk = `lax.scan` over `num_updates` PPO updates (`ppo.PPO.update`). The host acts only between chunks (the
+EnvGen LLM step goes there). With a level sampler (robust PLR) `make_trainer` gives a `replay.ReplayTrainer`.
+
+* `bank` (an `envs.bank.Bank`: env params with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N]
+  per seed; or `envs.vector.RowSampler(probs)` with probs f32[K] or [S, K]: every episode's row drawn from probs)
+  are traced arguments: new values never recompile; a new K or N does (it changes shapes). Per-seed configs
+  (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing into each seed's block.
+* `PPOConfig` is static (frozen, hashable): shapes, loop sizes and switches are part of the compiled program, so a
+  new config compiles a new trainer. The per-agent numbers (`ppo.Hyperparams`: lr, gamma, ...) are traced values in
+  the TrainState, taken from the config unless `init(hparams=...)` gives others.
+* Seeds: seed `s` starts from `jax.random.PRNGKey(s)`; `init(seeds=[3])` trains exactly the agent that is row i of
+  `init(seeds=[..., 3, ...])` (equal up to float reassociation of the vmapped matmuls). Every leaf of a TrainState
+  carries the seed axis, also with one seed; `select_seeds` slices it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envgen_jax.envs.vector import RowSampler, VecEnv
+from envgen_jax.schema import ConfigError
+from envgen_jax.trainer import minibatch
+from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
+from envgen_jax.trainer.networks import ActorCritic, Agent
+from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOConfig, TrainState, ValueNorm
+
+
+def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
+    return VecEnv(env, num_envs, cfg.resets_per_step)
+
+
+def layout(rows):
+    """The VecEnv layout argument: fixed rows (array-like) as i32; a layout object (a RowSampler, or a
+    ReplayTrainer's `replay.REPLAY`) as given."""
+    if rows is None:
+        raise TypeError("rows: give each env slot's bank row (i32[N] or [S, N]), a RowSampler, or for a trainer "
+                        "with a level sampler replay.REPLAY (rows None no longer means 'the sampler picks')")
+    return jnp.asarray(rows, jnp.int32) if isinstance(rows, (np.ndarray, jax.Array, list, tuple)) else rows
+
+
+def rows_axis(rows) -> int | None:
+    """vmap axis of the layout: per-seed rows [S, N] (or per-seed probs [S, K]) map over seeds."""
+    if isinstance(rows, RowSampler):
+        rows = rows.probs
+    elif not isinstance(rows, (np.ndarray, jax.Array)):
+        return None  # a layout without arrays (replay.REPLAY)
+    return 0 if jnp.ndim(rows) == 2 else None
+
+
+def select_seeds(tree, idx: int | Sequence[int] | slice) -> Any:
+    """Slice the leading seed axis of a TrainState / metrics pytree; the axis is kept (an int selects [idx])."""
+    if not isinstance(idx, slice):
+        idx = np.atleast_1d(np.asarray(idx))
+    return jax.tree.map(lambda x: x[idx], tree)
+
+
+def seed_keys(seeds: Sequence[int]) -> jax.Array:
+    """u32[S, 2]: jax.random.PRNGKey(seed) for each seed."""
+    return jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
+
+
+def make_network(env, cfg: PPOConfig) -> ActorCritic:
+    map_shape = getattr(env, "map_shape", None)
+    if cfg.network == "map" and map_shape is None:
+        raise ConfigError([f"ppo.network: 'map' needs an observation that starts with a local map; "
+                           f"{type(env).__name__} with these settings has none (use 'mlp' or 'conv')"],
+                          what="PPO settings")
+    return ActorCritic(num_actions=int(env.num_actions), obs_shape=tuple(env.obs_shape), kind=cfg.network,
+                       width=cfg.width, depth=cfg.depth, activation=cfg.activation,
+                       conv_channels=tuple(cfg.conv_channels), layer_norm=cfg.layer_norm,
+                       map_shape=None if map_shape is None else tuple(map_shape),
+                       map_channels=tuple(cfg.map_channels), map_res_blocks=cfg.map_res_blocks,
+                       conv_norm=cfg.conv_norm, head_width=cfg.head_width, recurrent=cfg.recurrent,
+                       memory_size=cfg.memory_size)
+
+
+class Trainer:
+    """PPO trainer for one env and one static PPOConfig. Build with `make_trainer(env, cfg)`.
+
+    Public:
+      init(bank, rows, seeds=None, hparams=None) -> TrainState                (jitted)
+      train_chunk(ts, bank, rows, num_updates) -> (TrainState, ChunkMetrics)   (jitted; ts donated)
+      compile_train_chunk(ts, bank, rows, num_updates): the same, compiled ahead of time
+      reset_envs(ts, bank, rows) -> TrainState   fresh episodes after a mixture change (jitted; ts donated)
+      abstract_state(bank, rows, seeds=None) -> TrainState of ShapeDtypeStructs (for checkpoint restore)
+      restore(path, bank, rows, seeds=None) -> TrainState from a checkpoint (`migrations`: also older layouts)
+      agent_state(state) -> the agent's TrainState (the state itself here; a ReplayTrainer's holds one)
+      apply / act / initial_memory / forget: the network (`networks.Agent`); values are de-normalised only in
+        training (the evaluator and probes use logits)
+    Attributes: env, cfg, venv, network, agent, ppo, tx, trace_counts (dict: Python traces per jitted function;
+    eval_shape via abstract_state counts as an init trace).
+    Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
+    """
+
+    def __init__(self, env, cfg: PPOConfig, venv=None):
+        self.env, self.cfg = env, cfg
+        self.venv = venv if venv is not None else default_vecenv(env, cfg, cfg.num_envs)
+        self.obs_shape = tuple(env.obs_shape)
+        self.num_actions = int(env.num_actions)
+        self.achievement_names = tuple(env.achievement_names)
+        self.network = make_network(env, cfg)
+        self.agent = Agent(self.network)
+        self.recurrent = self.agent.recurrent
+        self.ppo = PPO(cfg, self.agent, self.venv, minibatch.minibatcher(self.recurrent))
+        self.tx = self.ppo.optimizer(jnp.float32(cfg.lr))
+        self.apply, self.act = self.agent.apply, self.agent.act
+        self.initial_memory, self.forget = self.agent.initial_memory, self.agent.forget
+        self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
+        self._init_jit = jax.jit(self._init)
+        self._params_jit = jax.jit(self._init_params)
+        self._reset_jit = jax.jit(self._reset_envs, donate_argnums=(0,))
+        self._chunk_jit = jax.jit(self._train_chunk, static_argnames=("num_updates",), donate_argnums=(0,))
+
+    def hparams(self, values: dict | None = None, count: int | None = None) -> Hyperparams:
+        """Hyperparams for `count` agents (a leading axis), from the config with `values` overriding: each a
+        number or a sequence of `count` numbers (one per agent)."""
+        values = dict(values or {})
+        unknown = sorted(set(values) - set(HYPERPARAMS))
+        if unknown:
+            raise ConfigError([f"hparams: {', '.join(unknown)} cannot vary per agent (one of {', '.join(HYPERPARAMS)})"],
+                              what="PPO settings")
+        out = {}
+        for name in HYPERPARAMS:
+            v = np.asarray(values.get(name, getattr(self.cfg, name)), np.float32)
+            if count is not None:
+                v = np.broadcast_to(v, (count,)) if v.ndim == 0 else v
+                if v.shape != (count,):
+                    raise ConfigError([f"hparams.{name}: {v.shape[0]} values for {count} agents"], what="PPO settings")
+            out[name] = jnp.asarray(v)
+        return Hyperparams(**out)
+
+    def agent_state(self, state) -> TrainState:
+        return state
+
+    # -- init -----------------------------------------------------------------------------------------------
+    def _seeds(self, seeds):
+        seeds = self.cfg.seeds if seeds is None else tuple(int(s) for s in np.atleast_1d(seeds))
+        return seed_keys(seeds)
+
+    def _venv_reset(self, key, bank, rows):
+        obs, env_state = self.venv.reset(key, bank, rows)
+        # Strong dtypes: a weak-typed leaf from an env reset would make the chunk's output differ from its input
+        # in weak_type and cost a second compile of train_chunk.
+        return obs, jax.tree.map(lambda x: x.astype(x.dtype), env_state)
+
+    def _init_params(self, key):
+        """One seed's network parameters (from the first of the seed key's three splits)."""
+        k_params, _, _ = jax.random.split(key, 3)
+        return self.agent.init(k_params)
+
+    def _init_one(self, key, params, hparams, bank, rows):
+        _, k_reset, k_run = jax.random.split(key, 3)
+        obs, env_state = self._venv_reset(k_reset, bank, rows)
+        return TrainState(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
+                          update_step=jnp.int32(0), env_steps=jnp.int32(0), hparams=hparams,
+                          value_norm=ValueNorm.empty() if self.cfg.value_norm else None,
+                          memory=self.initial_memory(self.cfg.num_envs))
+
+    def _init(self, keys, params, hparams, bank, rows):
+        self.trace_counts["init"] += 1
+        return jax.vmap(self._init_one, in_axes=(0, 0, 0, None, rows_axis(rows)))(keys, params, hparams, bank, rows)
+
+    def init(self, bank, rows, seeds: Sequence[int] | None = None, hparams: dict | Hyperparams | None = None):
+        """Fresh TrainState for `seeds` (default cfg.seeds); envs reset into `rows` of `bank`.
+
+        `hparams`: per-agent PPO settings (a dict name -> a number or one number per seed, or a Hyperparams with a
+        leading seed axis); the rest come from the config. A sweep is seeds repeated with different hparams:
+        `init(bank, rows, seeds=[0, 0, 1, 1], hparams={"lr": [1e-4, 3e-4, 1e-4, 3e-4]})`; agent i trains exactly
+        as a single-agent run with those values."""
+        keys = self._seeds(seeds)
+        if not isinstance(hparams, Hyperparams):
+            hparams = self.hparams(hparams, count=keys.shape[0])
+        # Parameters are made one seed at a time: vmapping the orthogonal initialisers (QR decompositions, LAPACK
+        # custom calls) over seeds deadlocked jaxlib 0.10's CPU runtime once a program held six or more of them
+        # (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
+        params = jax.tree.map(lambda *xs: jnp.stack(xs), *[self._params_jit(k) for k in keys])
+        return self._init_jit(keys, params, hparams, bank, layout(rows))
+
+    def _reset_one(self, ts: TrainState, bank, rows) -> TrainState:
+        key, k_reset = jax.random.split(ts.key)
+        obs, env_state = self._venv_reset(k_reset, bank, rows)
+        return ts.replace(obs=obs, env_state=env_state, key=key, memory=self.initial_memory(self.cfg.num_envs))
+
+    def _reset_envs(self, ts, bank, rows):
+        self.trace_counts["reset_envs"] += 1
+        return jax.vmap(self._reset_one, in_axes=(0, None, rows_axis(rows)))(ts, bank, rows)
+
+    def reset_envs(self, ts, bank, rows):
+        """Fresh episodes in every env slot from `rows` of `bank` (params and optimiser kept; `ts` is donated).
+
+        Call it after changing the mixture (which row each slot runs) or the contents of rows that slots run:
+        running episodes, and the VecEnv's pre-generated spare worlds, were built from the old rows, so without a
+        reset their lengths, returns and achievements would mix two configs. Writing only rows that no slot runs
+        needs no reset. (Costs one world generation per env slot, plus the spares.)"""
+        return self._reset_jit(ts, bank, layout(rows))
+
+    def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None):
+        keys = self._seeds(seeds)
+        params = jax.eval_shape(jax.vmap(self._init_params), keys)
+        hparams = jax.eval_shape(lambda: self.hparams(count=keys.shape[0]))
+        return jax.eval_shape(self._init, keys, params, hparams, bank, layout(rows))
+
+    def restore(self, path, bank, rows, seeds: Sequence[int] | None = None):
+        """The state saved at `path`, also from a checkpoint an older version wrote (`trainer.migrations`)."""
+        from envgen_jax.trainer.migrations import restore_state
+        return restore_state(self, path, self.abstract_state(bank, rows, seeds), len(self._seeds(seeds)))
+
+    # -- the chunk ------------------------------------------------------------------------------------------
+    def _update(self, state, bank, rows):
+        """One PPO update of one agent's state: (state, UpdateOut)."""
+        return self.ppo.update(state, bank, rows)
+
+    def _chunk_one(self, state, bank, rows, num_updates: int):
+        num_rows = bank.num_rows
+        acc0 = RowStats.zeros(num_rows, len(self.achievement_names))
+
+        def body(carry, _):
+            state, acc = carry
+            state, out = self._update(state, bank, rows)
+            return (state, acc + row_stats_from_steps(out.infos, num_rows)), out.losses
+
+        (state, acc), losses = jax.lax.scan(body, (state, acc0), None, length=num_updates)
+        ts = self.agent_state(state)
+        return state, ChunkMetrics(rows=acc, losses=losses, env_steps=ts.env_steps, update_step=ts.update_step)
+
+    def _train_chunk(self, ts, bank, rows, num_updates: int):
+        self.trace_counts["train_chunk"] += 1
+        fn = functools.partial(self._chunk_one, num_updates=num_updates)
+        return jax.vmap(fn, in_axes=(0, None, rows_axis(rows)))(ts, bank, rows)
+
+    def compile_train_chunk(self, ts, bank, rows, num_updates: int):
+        """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows) -> (ts, metrics).
+        Use it to time compilation on its own; it shares nothing with the `train_chunk` cache."""
+        return self._chunk_jit.lower(ts, bank, layout(rows), num_updates=num_updates).compile()
+
+    def train_chunk(self, ts, bank, rows, num_updates: int) -> tuple[Any, ChunkMetrics]:
+        """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards).
+
+        bank: a Bank (env params with leading K rows); rows: i32[N] or i32[S, N] (the bank row of each env slot; the
+        VecEnv reads both on every step, so after moving slots to other rows call `reset_envs` first).
+        Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
+        return self._chunk_jit(ts, bank, layout(rows), num_updates=num_updates)
+
+
+def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler=None) -> Trainer:
+    """A Trainer for `env` (the project's env protocol) and `cfg`. `venv` overrides the default
+    `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`. With `level_sampler` (robust PLR,
+    `trainer.level_sampler.LevelSampler`) a `replay.ReplayTrainer`: where rows are `replay.REPLAY` every episode's
+    row is drawn from the sampler's distribution over the whole bank."""
+    if level_sampler is None:
+        return Trainer(env, cfg, venv)
+    from envgen_jax.trainer.replay import ReplayTrainer
+    return ReplayTrainer(env, cfg, venv, level_sampler)
