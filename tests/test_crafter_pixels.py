@@ -77,7 +77,7 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
     bottleneck, the 1024-wide layer) at tiny widths: at full width its convolution gradients take minutes on CPU."""
     import dataclasses
 
-    from envgen_jax.plan import parameter_count
+    from envgen_jax.run.parts import RunParts, parameter_count
     from envgen_jax.run_config import load_run_config
 
     cfg = load_run_config("configs/crafter_ppo_paper_agent.yaml")
@@ -90,7 +90,7 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
     assert p.value_norm and p.value_norm_decay == 0.99 and p.adv_norm == "batch" and not p.clip_value
     assert (p.network, tuple(p.conv_channels), p.conv_norm, p.width, p.head_width) == ("conv", (64, 128, 128),
                                                                                       True, 256, 1024)
-    assert 3.8e6 < parameter_count(cfg) < 4.2e6  # the paper: "about 4M"
+    assert 3.8e6 < parameter_count(RunParts.of(cfg)) < 4.2e6  # the paper: "about 4M"
 
     tiny = dataclasses.replace(p, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
                                conv_channels=(4, 8), width=16, head_width=32)
