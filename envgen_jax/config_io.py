@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from pathlib import Path
@@ -46,6 +47,25 @@ class _StrictLoader(yaml.SafeLoader):
                                                             f"found duplicate key {key!r}", key_node.start_mark)
                 seen.add(key)
         super().flatten_mapping(node)
+
+
+# YAML 1.1 (PyYAML) reads a float only with a dot, so `3e-4` and `1e-5`, as researchers write learning rates and
+# epsilons, were strings; YAML 1.2 and Python read them as numbers, and so do we (`1.0e-4`, `8`, `.5` unchanged).
+_EXPONENT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT, list("-+0123456789."))
+
+
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's safe writer, reading numbers as `_StrictLoader` does: a string such as '1e5' is quoted, so it reads
+    back as a string."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT, list("-+0123456789."))
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text of plain data (keys in their order) that `parse_yaml` reads back as the same values."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
 
 
 def parse_yaml(text: str | bytes) -> Any:

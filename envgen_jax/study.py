@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import yaml
 from scipy.stats import bootstrap, ttest_ind
 
-from envgen_jax.config_io import from_mapping
+from envgen_jax.config_io import dump_yaml, from_mapping, parse_yaml
 from envgen_jax.loop import EnvGenRun, build_plan, latest_checkpoint
 from envgen_jax.provenance import environment
 from envgen_jax.report import PAPER_TABLE1, environment_learning_markdown
@@ -205,7 +204,7 @@ def resolve(config: str | Path, methods: Sequence[str], seeds: int | None = None
 
 def load_settings(path: Path) -> StudySettings:
     """A saved study.yaml, its run configuration re-read through the current code (new settings get defaults)."""
-    data = yaml.safe_load(path.read_text())
+    data = parse_yaml(path.read_bytes())
     run = games.upgrade_run_settings(data["run"])  # a study saved before games had options: heist_mode
     cfg = from_mapping(RunConfig, {**run, "method": data["methods"][0]})
     return StudySettings(tuple(data["methods"]), _shared(cfg), data.get("config", ""),
@@ -215,7 +214,7 @@ def load_settings(path: Path) -> StudySettings:
 def save_settings(settings: StudySettings, path: Path) -> None:
     path.write_text("# The study's resolved settings (envgen-jax study): every method runs `run` with its own "
                     "`method`.\n# Rerunning the study needs the same settings; it may add methods.\n"
-                    + yaml.safe_dump(settings.to_dict(), sort_keys=False))
+                    + dump_yaml(settings.to_dict()))
 
 
 def _differences(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
