@@ -79,7 +79,7 @@ class EnvGenRun:
         method_cls = methods.get(cfg.method)
         self.trainer = make_trainer(self.env, cfg.trainer_ppo, level_sampler=method_cls.level_sampler(cfg))
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
-                                        cfg.eval.max_steps)
+                                        cfg.eval.max_steps, game=self.game)
         self.method = method_cls(self.view, self.trainer)
         self.method.load_state(self.state.method)
         self.design = DesignStep(self.view, self.method, self.log, llm_client)
