@@ -38,7 +38,7 @@ def evaluation_score(entry: dict, game) -> dict:
     A Crafter evaluation keeps the paper's name (crafter_score_mean, ...), another game's is score_mean, ...; an
     older run scored every game with the Crafter formula, so another game's score is computed again from the
     evaluation's success rates per seed."""
-    key = "crafter_score" if game.score_is_crafter else "score"
+    key = game.score_key
     if f"{key}_mean" in entry:
         return {"mean": entry[f"{key}_mean"], "std": entry[f"{key}_std"], "per_seed": entry[f"{key}_per_seed"]}
     rates = np.array([[np.nan if r is None else r for r in seed] for seed in entry["success_per_seed"]], np.float64)

@@ -284,8 +284,8 @@ def test_learnability_picks_the_learnable_row():
     trainer = make_trainer(probes.SkillEnv(), TINY)
     ts = trainer.init(SKILL_BANK, jnp.arange(N) % 4)
     evaluator = make_evaluator(trainer, num_envs=64, episodes_per_env=2, max_steps=4)
-    report = evaluator.evaluate(ts.params, SKILL_BANK, jnp.arange(64) % 4, key=3)
-    learn = sfl.learnability(report.stats, mastered=np.zeros((1, 1), bool))
+    stats, _ = evaluator.run(ts.params, SKILL_BANK, jnp.arange(64) % 4, key=3)  # counts only: no game, no score
+    learn = sfl.learnability(to_host(stats), mastered=np.zeros((1, 1), bool))
     # Row 0 succeeds about 1/4 of the time (an untrained policy), row 1 and 3 always, row 2 never.
     assert learn[0, 0] > 0.1 and learn[0, 1] == learn[0, 2] == learn[0, 3] == 0.0
     w = sfl.training_weights(np.array([[0.0, 0.2, 0.1, 0.25]]), k=2, original_share=0.5)

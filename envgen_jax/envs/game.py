@@ -64,6 +64,11 @@ class Game:
         """Success rates [S, A] -> the game's score [S]."""
         raise NotImplementedError
 
+    @property
+    def score_key(self) -> str:
+        """The name of its score in evaluation records (`crafter_score_mean`, ...): the paper's for Crafter."""
+        return "crafter_score" if self.score_is_crafter else "score"
+
     def render(self, configs: Sequence[Any], path, seed: int = 0, options: GameOptions | None = None) -> Path:
         """Draw level `seed` of each configuration into one PNG at `path`; returns the path written."""
         raise NotImplementedError

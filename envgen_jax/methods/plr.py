@@ -1,12 +1,13 @@
 """Robust PLR (Jiang et al. 2021) over a buffer of random configurations, inside the compiled loop.
 
-The bank is the buffer: `capacity` rows (its options, `method_options.plr`: `PLROptions`), each a configuration drawn uniformly from the schema's space
-(`methods.random.random_config`). Inside every compiled chunk each episode's row is drawn from the level sampler
-(`trainer.level_sampler`: unseen rows are new levels; seen ones are replayed by rank and staleness), the PPO update
-scores the rows it ran, and robust PLR takes gradients only from replayed rows. Between chunks (host) the buffer is
-refreshed: once no new level is left, its lowest-scoring `refresh_share` is replaced by new random
-configurations (same shapes: nothing recompiles). The buffer's configurations are shared by the seeds (one bank);
-each seed has its own scores and samples on its own; eviction ranks rows by their mean score over seeds.
+The bank is the buffer: `capacity` rows (its options, `method_options.plr`: `PLROptions`), each a configuration
+drawn uniformly from the schema's space (`methods.random.random_config`). Inside every compiled chunk each episode's
+row is drawn from the level sampler (`trainer.level_sampler`: unseen rows are new levels; seen ones are replayed by
+rank and staleness), the PPO update scores the rows it ran, and robust PLR takes gradients only from replayed rows.
+Between chunks (host) the buffer is refreshed: once no new level is left, its lowest-scoring `refresh_share` is
+replaced by new random configurations (same shapes: nothing recompiles). The buffer's configurations are shared by
+the seeds (one bank); each seed has its own scores and samples on its own; eviction ranks rows by their mean score
+over seeds.
 
 A level here is a configuration from which every reset draws a fresh world; in jaxued it is one world (an EnvState).
 """

@@ -15,9 +15,10 @@ The rules (deterministic: no random number is drawn, so the same feedback always
 2. Cycle 1 (no feedback): the weakest skills are unknown, so every achievement counts as equally weak and the
    targets are taken in the tech-tree order, earliest first.
 3. Later cycles: achievements are ranked by mean success in the previous evaluation, lowest first, ties in the
-   tech-tree order (a NaN mean counts as 0 %; achievements missing from the feedback or from the lever table are
-   not ranked). Mastered ones are dropped: mean >= 100 * `mastered_at` % (its option, `method_options.scripted`;
-   90 % by default, the threshold the learnability methods use). If every achievement is mastered, all of them are ranked (the weakest still first).
+   tech-tree order (a NaN mean counts as 0 %; achievements missing from the feedback or from the lever table are not
+   ranked). Mastered ones are dropped: mean >= 100 * `mastered_at` % (its option, `method_options.scripted`; 90 % by
+   default, the threshold the learnability methods use). If every achievement is mastered, all of them are ranked
+   (the weakest still first).
 4. One environment per target, weakest first, up to `n`; with fewer targets than `n` the list is cycled through
    again from the weakest, so the weakest get a second (identical) environment first (a larger share of the LLM
    phase's slots) -- no other variant is invented.

@@ -2,10 +2,10 @@
 chunks with the current policy.
 
 A selection plays `rollouts_per_level` episodes (the method's options, `LearnabilityOptions`) of each seed's policy
-in every candidate (bank rows 1, 2, ...; one jitted evaluation), and the method turns the learnability p (1 - p) into each seed's distribution over bank
-rows (`training_weights`), which the training phase's episodes draw their rows from (a `RowSampler`). The method's
-state: the latest distribution (`row_weights`, [S, K] lists) and every selection's measurements (`selections`:
-p, learnability, weights, per seed and row), which the report summarises.
+in every candidate (bank rows 1, 2, ...; one jitted evaluation), and the method turns the learnability p (1 - p)
+into each seed's distribution over bank rows (`training_weights`), which the training phase's episodes draw their
+rows from (a `RowSampler`). The method's state: the latest distribution (`row_weights`, [S, K] lists) and every
+selection's measurements (`selections`: p, learnability, weights, per seed and row), which the report summarises.
 """
 
 from __future__ import annotations

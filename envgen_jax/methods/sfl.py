@@ -5,8 +5,8 @@ updates, `pool` uniformly random configurations are drawn, the current policy ru
 each (one jitted evaluation over the whole pool), and each seed keeps its top `keep` by learnability p (1 - p)
 (`trainer.learnability`); those are its options, `method_options.sfl` (`SFLOptions`). Training episodes then draw
 their row on the device: the original game with probability `schedule.original_share` (Kinetix: half of the envs on
-random levels; ours, as EnvGen, on the original game), else one of the kept configurations, evenly. The final phase is the
-original game, as for every method.
+random levels; ours, as EnvGen, on the original game), else one of the kept configurations, evenly. The final phase
+is the original game, as for every method.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ class EvalReport:
     Success rates are fractions in [0, 1]; the score is the game's own (`Game.score`, in percent), computed per seed
     from that seed's pooled rates (`score_pooled` pools every seed's episodes first). Means over seeds skip seeds
     that finished no episode (their per-seed values are NaN); `episodes` says how many each seed finished.
-    `score_key` names the score in `to_dict`: "crafter_score" for the paper's Crafter score, else "score"."""
+    `score_key` (`Game.score_key`) names the score in `to_dict`."""
 
     achievement_names: tuple[str, ...]
     episodes: np.ndarray  # i32[S]
@@ -92,7 +92,7 @@ def report_from_stats(stats: RowStats, achievement_names: Sequence[str], rows: S
         success_mean=dict(zip(names, s_mean)), success_std=dict(zip(names, s_std)),
         return_mean=float(r_mean), return_std=float(r_std), score_mean=float(c_mean), score_std=float(c_std),
         score_pooled=float(game.score(success_rates(all_eps))),
-        score_key="crafter_score" if game.score_is_crafter else "score", stats=stats)
+        score_key=game.score_key, stats=stats)
 
 
 class Evaluator:
