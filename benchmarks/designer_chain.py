@@ -8,6 +8,7 @@ r"""Does the designer keep writing new environments over a whole run? Four cycle
         --set llm.only_changes=false --set llm.envs_per_reply=null --out benchmarks/results/designer_chain_v1.json
     python benchmarks/designer_chain.py --set llm.conversation=fresh --out benchmarks/results/designer_chain_fresh.json
     python benchmarks/designer_chain.py --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
+    python benchmarks/designer_chain.py --report --out benchmarks/results/designer_chain_default.json  # no model
 
 `designer_quality.py` asks each profile once, on a conversation that holds one earlier design (a run's second
 cycle). A run goes on: in its third and fourth cycles the conversation holds two or three earlier designs, which a
@@ -20,6 +21,8 @@ per-environment success (`inside`).
 Per cycle after the first: the share of its environments equal to one of an earlier cycle (repeated), the distinct
 environments among its own (a within-cycle duplicate wastes a slot), whether the whole design equals an earlier
 cycle's, the share targeting that cycle's weak skills (`TargetMap.helps`), latency and tokens (repairs included).
+Per call over all cycles (`per_call`): duplicates inside a call, repeats of an earlier cycle's environment, and the
+re-asks the designer made for them (llm.distinct).
 
 Results: benchmarks/results/designer_chain.{json,md} (--out); rewritten after every chain; --resume keeps the chains
 already there (same settings) and runs the missing seeds.
@@ -60,7 +63,7 @@ CHAIN = {  # the weak group of cycles 2, 3, 4 (feedback that changes every cycle
 def run_chain(env: str, settings: LLMSettings, n: int, transcript: Path, client: Any = None) -> dict:
     """One conversation of 1 + len(CHAIN[env]) cycles; per cycle the accepted design and its cost."""
     spec = base_spec(env)
-    cycles, error, seen = [], None, 0
+    cycles, error, seen, seen_designs = [], None, 0, 0
     designer = Designer(spec, settings, transcript, client=client)
     try:
         for cycle, profile in enumerate((None, *CHAIN[env])):
@@ -69,13 +72,19 @@ def run_chain(env: str, settings: LLMSettings, n: int, transcript: Path, client:
                 design = designer.generate(n)
             else:
                 design = designer.feedback(success_rates(env, PROFILES[env][profile]), n)
-            exchanges = [r for r in read_transcript(transcript) if r["event"] == "exchange"]
+            records = read_transcript(transcript)
+            exchanges = [r for r in records if r["event"] == "exchange"]
             mine, seen = exchanges[seen:], len(exchanges)  # this cycle's replies, repairs included
+            outcomes = [r for r in records if r["event"] == "design"]
+            done, seen_designs = outcomes[seen_designs:], len(outcomes)  # one per reply a design was asked in
             usage = [r.get("usage") or {} for r in mine]
             cycles.append({"cycle": cycle + 1, "profile": profile, "wall_s": round(time.monotonic() - start, 3),
                            "configs": [c.to_dict(only_changed=True) for c in design.configs],
                            "targets": [list(t) for t in designer.targets],
                            "replies": len(mine), "latency_s": round(sum(r["latency_s"] for r in mine), 3),
+                           # llm.distinct: replies asked again for a repeat, and what the design still repeats
+                           "reasks": sum(r.get("reasks", 0) for r in done),
+                           "repeats_left": [x for r in done for x in r.get("repeats_left", [])],
                            "prompt_tokens": sum(u.get("prompt_tokens") or 0 for u in usage),
                            "completion_tokens": sum(u.get("completion_tokens") or 0 for u in usage)})
     except (DesignError, LLMError) as e:
@@ -98,9 +107,31 @@ def score(chain: dict) -> list[dict]:
                     "repeated": sum(c in earlier for c in configs), "environments": len(configs),
                     "distinct": len(set(configs)),
                     "same_design": any(Counter(configs) == Counter(d) for d in designs[:i]),
+                    "duplicates": len(configs) - len(set(configs)),
                     "targeting": sum(bool(target_map.helps(c, weak)) for c in configs),
-                    "latency_s": cycle["latency_s"], "replies": cycle["replies"]})
+                    "latency_s": cycle["latency_s"], "replies": cycle["replies"], "reasks": cycle.get("reasks")})
     return out
+
+
+def per_call(chains: list[dict]) -> dict:
+    """Over the chains' calls (issue 45): duplicates inside a call (every cycle's, the first included), repeats of an
+    earlier cycle's environment (cycles 2-4), and re-asks for them (llm.distinct; None where chains were made before
+    they were recorded), each per call."""
+    dup, rep, reasks = [], [], []
+    for chain in (c for c in chains if c["ok"]):
+        cls = base_spec(chain["env"]).config_cls
+        seen = []
+        for cycle in chain["cycles"]:
+            configs = [cls.from_dict(c) for c in cycle["configs"]]
+            dup.append(len(configs) - len(set(configs)))
+            if seen:
+                rep.append(sum(c in seen for c in configs))
+            seen += configs
+            reasks.append(cycle.get("reasks"))
+    mean = lambda xs: statistics.fmean(xs) if xs and None not in xs else None  # noqa: E731
+    return {"calls": len(dup), "duplicates": sum(dup), "duplicates_per_call": mean(dup),
+            "feedback_calls": len(rep), "repeats": sum(rep), "repeats_per_call": mean(rep),
+            "reasks_per_call": mean(reasks)}
 
 
 def summary(scored: list[list[dict]]) -> list[dict]:
@@ -113,6 +144,7 @@ def summary(scored: list[list[dict]]) -> list[dict]:
                      "repeated": sum(r["repeated"] for r in at), "targeting": sum(r["targeting"] for r in at),
                      "distinct_share": sum(r["distinct"] for r in at) / envs,
                      "same_design": sum(r["same_design"] for r in at),
+                     "duplicates": sum(r["environments"] - r["distinct"] for r in at),
                      "latency_s": statistics.fmean(r["latency_s"] for r in at)})
     return rows
 
@@ -124,19 +156,30 @@ def markdown(result: dict) -> str:
              f"environments a cycle, "
              f"chains with seeds {', '.join(str(c['seed']) for c in result['chains'])}; failed chains: "
              f"{sum(not c['ok'] for c in result['chains'])})", "",
-             "| cycle | weak group | chains | repeats an earlier cycle | distinct within the cycle "
-             "| whole design repeated | targets the weak group | latency s/call |", "|---|---|---|---|---|---|---|---|"]
+             "| cycle | weak group | chains | repeats an earlier cycle | distinct within the cycle | duplicates "
+             "| whole design repeated | targets the weak group | latency s/call |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for row, profile in zip(result["summary"], CHAIN[s["env"]]):
         envs = row["environments"]
+        duplicates = row.get("duplicates", round(envs * (1 - row["distinct_share"])))
         lines.append(f"| {row['cycle']} | {profile} | {row['chains']} | {row['repeated'] / envs:.0%} "
-                     f"({row['repeated']}/{envs}) | {row['distinct_share']:.0%} | {row['same_design']} "
+                     f"({row['repeated']}/{envs}) | {row['distinct_share']:.0%} | {duplicates} | {row['same_design']} "
                      f"| {row['targeting'] / envs:.0%} ({row['targeting']}/{envs}) | {row['latency_s']:.0f} |")
+    calls = per_call(result["chains"])
+    if calls["calls"]:
+        num = lambda x: "n/a" if x is None else f"{x:.2f}"  # noqa: E731
+        lines += ["", f"Per call: {num(calls['duplicates_per_call'])} duplicates inside a call ({calls['duplicates']} "
+                      f"in {calls['calls']} calls, the first cycle's included), {num(calls['repeats_per_call'])} "
+                      f"repeats of an earlier cycle's environment ({calls['repeats']} in {calls['feedback_calls']} "
+                      f"feedback calls), {num(calls['reasks_per_call'])} re-asks for them (llm.distinct; n/a: "
+                      f"chains made before re-asks were recorded)."]
     return "\n".join(lines) + "\n"
 
 
 # LLM settings added after chain files were first written, with the value that asks as the code did before each
 # existed (its default when added; a later default may differ, so today's LLMSettings() cannot tell).
-BEFORE_ADDED = {"analysis": "each_reply"}
+BEFORE_ADDED = {"analysis": "each_reply", "distinct": False, "weak_needs": False, "weak_levers": False,
+                "unserved": "accept"}
 
 
 def differing(old: dict, new: dict) -> list[str]:
@@ -162,6 +205,8 @@ def parse_args(argv=None):
     ap.add_argument("--model", help="the endpoint's model name (with --base-url)")
     ap.add_argument("--out", type=Path, default=RESULTS / "designer_chain.json", help="results JSON (.md beside it)")
     ap.add_argument("--resume", action="store_true", help="keep the chains already in --out, run the missing seeds")
+    ap.add_argument("--report", action="store_true", help="only rebuild --out's summary and table (.md) from the "
+                    "chains it holds, scored by today's code; no model is asked")
     args = ap.parse_args(argv)
     if bool(args.base_url) != bool(args.model):
         ap.error("--base-url and --model go together")
@@ -174,9 +219,31 @@ def parse_args(argv=None):
     return args
 
 
+def result_of(chains: list[dict], settings: dict, env_info: dict) -> dict:
+    done = sorted(chains, key=lambda c: c["seed"])
+    scores = {c["seed"]: score(c) for c in done if c["ok"]}
+    return {"benchmark": "designer_chain", "environment": env_info, "settings": settings, "chain": CHAIN,
+            "chains": done, "summary": summary(list(scores.values())), "per_call": per_call(done), "scores": scores}
+
+
+def report(out: Path) -> dict:
+    """--report: --out's summary, scores and table rebuilt from its chains (settings and environment kept)."""
+    from benchmarks.common import write_text_atomic
+    if not out.exists():
+        raise SystemExit(f"--report: {out} does not exist")
+    old = json.loads(out.read_text())
+    result = result_of(old["chains"], old["settings"], old["environment"])
+    write_text_atomic(out, json.dumps(result, indent=1))
+    write_text_atomic(out.with_suffix(".md"), markdown(result))
+    print(markdown(result))
+    return result
+
+
 def main(argv=None, client: Any = None) -> dict:
     """Run the chains; `client` (tests): an injected chat client used for --base-url's model."""
     args = parse_args(argv)
+    if args.report:
+        return report(args.out)
     try:
         llm = load_run_config(args.config, args.overrides).llm
     except ConfigError as e:
@@ -201,10 +268,7 @@ def main(argv=None, client: Any = None) -> dict:
     measured = code_version()
 
     def write() -> dict:
-        done = sorted(chains, key=lambda c: c["seed"])
-        scores = {c["seed"]: score(c) for c in done if c["ok"]}
-        result = {"benchmark": "designer_chain", "environment": env_info, "settings": settings, "chain": CHAIN,
-                  "chains": done, "summary": summary(list(scores.values())), "scores": scores}
+        result = result_of(chains, settings, env_info)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(args.out, json.dumps(result, indent=1))
         write_text_atomic(args.out.with_suffix(".md"), markdown(result))

@@ -4,6 +4,7 @@
     python benchmarks/designer_quality.py --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
     python benchmarks/designer_quality.py --models smollm2-135m --tiny                  # a smoke run
     python benchmarks/designer_quality.py --models qwen2.5-coder-1.5b --variants v2_no_targets --resume
+    python benchmarks/designer_quality.py --report             # the tables again from the stored calls, no model
 
 Each designer answers a fixed set of feedback profiles (PROFILES), each asked --repeats times with sampling seeds
 0..K-1. Every request gets a fresh Designer. The first cycle calls `generate`. A feedback profile continues a
@@ -24,14 +25,21 @@ Per call: valid on the first try, repairs, failure, latency, prompt/completion t
   not count as targeting), and specificity: the share of the settings it changes that serve a weak skill;
 - copying: it equals the example configuration that the prompt used to show (EXAMPLES), whether or not the variant
   shows it; and (feedback profiles) it repeats a configuration of the earlier design, which the feedback turn shows;
-- diversity: distinct configurations per call (2 identical out of 4 is 3/4);
+- diversity: distinct configurations per call (2 identical out of 4 is 3/4), and duplicates per call (copies of
+  another configuration of the same call), repeats per call (of the earlier design) and the re-asks the designer
+  made for them (llm.distinct);
+- the lowest targeting over the feedback profiles beside the average (issue 45: a weak skill never served);
 - consistency: its purpose matches what it changes (TargetMap.purpose_consistency; purposes naming nothing checkable
   are left out).
 Designer variants (--variants, see VARIANTS): `v2` (the second study's designer: each environment names its targets
 first, the achievements are listed with what each needs, the earlier environments are described in words, without
 the agent's success inside each, which only a run measures, a repeat of any earlier design and targets the settings
 do not serve go back for up to two repair turns), `v3` (the designer left by the verdicts, as the bundled configs
-run it), `v2_greedy` (at temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and
+run it, measured before llm.distinct and pinned without it), `v3_distinct` (v3 with the guard: a repeated
+environment asked again, the designer as it runs now) and issue 45's ideas on top of it, each one setting:
+`v3_weak_needs` (what the weakest quarter's achievements need), `v3_weak_levers` (with the settings that make each
+easier, e.g. Heist's keys), `v3_targets_where_missing` (one environment asked again, targets first, where no
+environment serves a weak skill), decided against v3_distinct (IDEAS_45), `v2_greedy` (at temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and
 `v2_with_defaults`, `v2_analysis_once` (the later replies of a design read the first one's analysis instead of
 writing their own: fewer tokens a call), `v2_no_advice` (no repair turn for a valid but wasteful environment: fewer
 replies a call), and `v1` (the designer of the first study). The
@@ -80,7 +88,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_OUT = RESULTS / "designer_quality_v2.json"  # designer_quality.json: the first round's (old profiles)
 HEIST_WORLD_DIM = 13  # Procgen's hard mode, the default HeistEnv: configs whose maze does not fit go back for repair
 AIM = {"model": "qwen2.5-coder-1.5b", "targeting_at_least": 0.70, "copies_at_most": 0, "lift_at_least": 0.25,
-       "per_env_targeting_at_least": 0.50, "repeats_at_most": 0.10}
+       "per_env_targeting_at_least": 0.50, "repeats_at_most": 0.10,
+       "per_profile_targeting_at_least": 0.50, "duplicates_at_most": 0}  # the last two: issue 45's
 METRICS = {"targeting": "targets weak skills", "copying": "copies the example",
            "repeats_previous": "repeats the earlier design", "diversity": "distinct per call",
            "consistency": "purpose matches", "first_try_valid": "valid on the first try"}  # the plot's bars
@@ -209,7 +218,9 @@ class Variant:
     temperature: float | None = None         # the request's temperature (None: --temperature)
 
     def settings(self, base: LLMSettings) -> LLMSettings:
-        extra = dict(self.llm) | ({} if self.temperature is None else {"temperature": self.temperature})
+        # Every variant but issue 45's was measured before llm.distinct: without it unless `llm` sets it.
+        extra = {"distinct": False} | dict(self.llm) | ({} if self.temperature is None else
+                                                        {"temperature": self.temperature})
         return dataclasses.replace(base, advice=self.advice, repair_temperature=self.repair_temperature, **extra)
 
 
@@ -220,11 +231,16 @@ V1 = (("targets", False), ("needs", False), ("history", "json"), ("only_changes"
 # bundled run configs ask.
 V2 = (("envs_per_reply", 1), ("targets", True), ("needs", True), ("history", "summary"), ("only_changes", True),
       ("analysis", "each_reply"))
-# v3: v2 with each idea set by the rule's verdict (README "The designer"), pinned the same way; as the bundled run
+# v3: v2 with each idea set by the rule's verdict (docs/designer.md), pinned the same way; as the bundled run
 # configs ask (a test holds it to configs/crafter_envgen.yaml and heist_envgen.yaml), each feedback call in a fresh
 # conversation.
 V3 = (("envs_per_reply", 1), ("targets", False), ("needs", False), ("history", "json"), ("only_changes", False),
       ("analysis", "first_reply"), ("conversation", "fresh"))
+# v3 as measured above was asked before llm.distinct: pinned off. v3_distinct is v3 with the guard (issue 45: a
+# repeat of the design's or an earlier cycle's environment asked again), the designer as it runs now, and the
+# reference of issue 45's ideas, each v3_distinct plus one setting.
+V3_MEASURED = V3 + (("distinct", False),)  # (Variant.settings' default too; said here as v3 is compared to it)
+V3_DISTINCT = V3 + (("distinct", True),)
 VARIANTS: dict[str, Variant] = {
     "v2": Variant(current, "all", "the second study's designer: targets first, achievements with their needs, earlier "
                                   "environments in words (no agent here, so without what it unlocked inside "
@@ -245,7 +261,21 @@ VARIANTS: dict[str, Variant] = {
     "v3": Variant(current, "none", "the designer left by the rule's verdicts, as the bundled configs run it: no "
                                    "targets, achievements by name, earlier environments as JSON in a fresh "
                                    "conversation, default values offered, one environment per reply with the "
-                                   "first reply's analysis, every valid environment accepted", 0.7, V3),
+                                   "first reply's analysis, every valid environment accepted", 0.7, V3_MEASURED),
+    "v3_distinct": Variant(current, "none", "v3 with llm.distinct: a reply that repeats an environment of its design "
+                                            "or of the earlier design is asked again (fresh seed, the repeat named), "
+                                            "within the repair budget", 0.7, V3_DISTINCT),
+    "v3_weak_needs": Variant(current, "none", "v3_distinct with what the weakest quarter's achievements need and the "
+                                              "achievements just before each (llm.weak_needs)", 0.7,
+                             V3_DISTINCT + (("weak_needs", True),)),
+    "v3_weak_levers": Variant(current, "none", "v3_weak_needs with the settings that make each weak achievement "
+                                               "easier (llm.weak_levers; Heist's keys: key_distance, maze size, "
+                                               "num_keys)", 0.7, V3_DISTINCT + (("weak_needs", True),
+                                                                                 ("weak_levers", True))),
+    "v3_targets_where_missing": Variant(current, "none", "v3_distinct asking one environment again, targets first, "
+                                                         "when no environment serves a skill of the weakest quarter "
+                                                         "(llm.unserved: targets_first)", 0.7,
+                                        V3_DISTINCT + (("unserved", "targets_first"),)),
     "v2_all_at_once": Variant(current, "all", "v2 asking for all environments in one reply", 0.7,
                               (("envs_per_reply", None),)),
     "v2_one_per_reply": Variant(current, "all", "v2 with one environment per reply (the default since it was "
@@ -345,6 +375,9 @@ def measure(call: Call, spec: EnvSpec, settings: LLMSettings, n: int, workdir: P
         "purposes": joined("purposes"), "targets": joined("targets"),
         "configs": [cls.from_dict(c).to_dict(only_changed=True) for c in joined("configs")] if accepted else None,
         "advice": joined("advice"),
+        # llm.distinct: replies asked again for a repeat, and the repeats the accepted design still holds
+        "reasks": sum(r.get("reasks", 0) for r in records if r["event"] == "design"),
+        "repeats_left": [x for r in records if r["event"] == "design" for x in r.get("repeats_left", [])],
         "replies_text": [r["reply"] for r in tries],
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -357,7 +390,7 @@ def _total(values: Iterable) -> int | None:
 
 # ----------------------------------------------------------------------------------------------- scoring
 SCORES = ("targeting", "helped_settings", "changed_settings", "baseline", "copies", "repeats_previous", "distinct",
-          "consistent")
+          "duplicates", "consistent")
 
 
 def score(record: dict, config_cls: type) -> dict:
@@ -379,6 +412,7 @@ def score(record: dict, config_cls: type) -> dict:
             "copies": [c == example for c in configs],
             "repeats_previous": [c in previous for c in configs] if weak else None,
             "distinct": len(set(configs)) / len(configs),
+            "duplicates": [c in configs[:i] for i, c in enumerate(configs)],  # a copy of one before it in the call
             "consistent": [target_map.purpose_consistency(p, c) for p, c in zip(record["purposes"], configs)]}
 
 
@@ -422,6 +456,11 @@ def summarise(records: list[dict]) -> dict:
                                for path in changed]),
         "repeats_previous": _share(flat("repeats_previous")),
         "diversity": _mean([r["distinct"] for r in ok]), "consistency": _share(flat("consistent")),
+        # per call: environments that copy another of the same call, and (feedback calls) that repeat the earlier
+        # design; re-asks for them (llm.distinct; None for calls measured before it was recorded)
+        "duplicates_per_call": _mean([sum(r["duplicates"]) for r in ok if r.get("duplicates") is not None]),
+        "repeats_per_call": _mean([sum(r["repeats_previous"]) for r in ok if r["repeats_previous"] is not None]),
+        "reasks_per_call": _mean([r.get("reasks") for r in records]),
         "latency_s": _mean([r["latency_s"] for r in records if r["replies"]]),
         "latency_s_median": _median([r["latency_s"] for r in records if r["replies"]]),
         "prompt_tokens": _mean([r["prompt_tokens"] for r in records]),
@@ -443,18 +482,36 @@ def aggregate(records: list[dict]) -> dict:
         for r in records:
             groups[tuple(r[f] for f in fields)].append(r)
         out[level] = [{**dict(zip(fields, key)), **summarise(group)} for key, group in groups.items()]
+    for level in ("by_env", "overall"):
+        for row in out[level]:
+            row["targeting_min"] = profile_minimum(out["by_profile"], row)
     return out
+
+
+def profile_minimum(by_profile: list[dict], row: dict) -> dict | None:
+    """The lowest targeting over the feedback profiles of `row`'s model, variant (and env, if it has one), with the
+    profile it is on (the first in PROFILES' order on a tie): a weak skill never served shows here, where the
+    average hides it (issue 45). None when no profile was scored."""
+    keys = [k for k in ("model", "variant", "env") if k in row]
+    order = {(e, p): i for i, (e, p) in enumerate((e, p) for e in PROFILES for p in PROFILES[e])}
+    scored = sorted((r for r in by_profile if all(r[k] == row[k] for k in keys)
+                     and r["targeting"]["share"] is not None), key=lambda r: order.get((r["env"], r["profile"]), 0))
+    if not scored:
+        return None
+    low = min(scored, key=lambda r: r["targeting"]["share"])
+    return {**low["targeting"], "env": low["env"], "profile": low["profile"]}
 
 
 REFERENCE = "v2"  # the variant every other is paired with, request by request
 
 
-def paired(records: list[dict], reference: str = REFERENCE) -> list[dict]:
+def paired(records: list[dict], reference: str = REFERENCE, variants: Iterable[str] | None = None) -> list[dict]:
     """Each variant against `reference` on the requests both answered (same model, game, feedback profile and seed):
     per request, the share of its configurations that target a weak skill and that repeat the earlier design, and
     the tokens it wrote; the mean difference (variant minus reference) with a two-sided paired sign-flip
     permutation test (exact up to 2^16 sign patterns; scipy.stats.permutation_test), so that a difference the
-    requests' own spread explains is not read as an effect. Calls that failed are left out of both sides."""
+    requests' own spread explains is not read as an effect. Calls that failed are left out of both sides.
+    `variants`: only these (default every other measured)."""
     import numpy as np
     from scipy.stats import permutation_test
 
@@ -463,7 +520,9 @@ def paired(records: list[dict], reference: str = REFERENCE) -> list[dict]:
 
     ref = {cell(r): r for r in records if r["variant"] == reference and r["ok"]}
     out = []
-    for model, variant in sorted({(r["model"], r["variant"]) for r in records if r["variant"] != reference}):
+    wanted = None if variants is None else set(variants)
+    for model, variant in sorted({(r["model"], r["variant"]) for r in records if r["variant"] != reference
+                                  and (wanted is None or r["variant"] in wanted)}):
         pairs = [(r, ref[cell(r)]) for r in records
                  if (r["model"], r["variant"]) == (model, variant) and r["ok"] and cell(r) in ref]
         row = {"model": model, "variant": variant, "reference": reference, "requests": len(pairs)}
@@ -482,7 +541,7 @@ def paired(records: list[dict], reference: str = REFERENCE) -> list[dict]:
     return out
 
 
-# The rule that decides each idea of v2 (README "The designer"; set on 2026-11-25 at 19:20 UTC before any second
+# The rule that decides each idea of v2 (docs/designer.md; set on 2026-11-25 at 19:20 UTC before any second
 # request, tokens added at 20:10, advice repairs at 22:10 before any of their requests): an idea stays if its
 # ablation (v2 without it) lowers targeting, or raises repeats of the earlier design or the tokens written, with
 # p < ALPHA, paired with v2 over two requests per profile; otherwise it goes. A new idea is adopted if its variant
@@ -498,6 +557,36 @@ IDEAS = (  # (idea, the variant that tests it, "ablation" | "adoption")
 )
 
 
+# Issue 45's ideas for the skills the designer never serves, each v3_distinct plus one setting, decided by the issue's
+# rule: keep only what helps the minimum without lowering the average, i.e. adopted when its lowest targeting over
+# the feedback profiles is higher than v3_distinct's and its targeting, paired with v3_distinct request by request,
+# is not lower with p < ALPHA; at least two requests per profile, fewer: provisional.
+REFERENCE_45 = "v3_distinct"
+IDEAS_45 = (("weak_needs", "v3_weak_needs"), ("weak_needs + weak_levers", "v3_weak_levers"),
+            ("unserved: targets_first", "v3_targets_where_missing"))
+
+
+def decisions_45(paired_rows: list[dict], overall: list[dict], repeats_needed: int = 2) -> list[dict]:
+    """Each of IDEAS_45's verdict by the rule above (AIM's model's rows; an idea not measured is left out)."""
+    requests_needed = repeats_needed * sum(len(ps) for ps in PROFILES.values())
+    rows = {p["variant"]: p for p in paired_rows if p["model"] == AIM["model"] and p["reference"] == REFERENCE_45}
+    low = {r["variant"]: (r.get("targeting_min") or {}).get("share") for r in overall if r["model"] == AIM["model"]}
+    out = []
+    for idea, variant in IDEAS_45:
+        if variant not in rows or low.get(variant) is None or low.get(REFERENCE_45) is None:
+            continue
+        row = rows[variant]
+        higher = low[variant] > low[REFERENCE_45]
+        lowered = _significant(row["targeting"], -1)
+        reasons = [f"minimum over profiles {100 * low[REFERENCE_45]:.0f}% -> {100 * low[variant]:.0f}%"
+                   + ("" if higher else ": not higher"),
+                   "it lowers the average" if lowered else f"the average not lower with p < {ALPHA}"]
+        out.append({"idea": idea, "variant": variant, "kind": "minimum", "reference": REFERENCE_45,
+                    "requests": row["requests"], "provisional": row["requests"] < requests_needed,
+                    "verdict": "adopted" if higher and not lowered else "not adopted", "reasons": reasons})
+    return out
+
+
 def _significant(entry: dict, sign: int) -> bool:
     """A paired difference in the direction of `sign` (+1: the variant more than v2, -1: less) with p < ALPHA."""
     return entry["difference"] is not None and entry["p"] is not None and entry["p"] < ALPHA \
@@ -508,7 +597,7 @@ def decisions(paired_rows: list[dict], repeats_needed: int = 2) -> list[dict]:
     """Each idea's verdict by the rule above, from `paired`'s rows (AIM's model's; an idea whose variant is not
     measured is left out). 'provisional' while its requests are fewer than `repeats_needed` per profile."""
     requests_needed = repeats_needed * sum(len(ps) for ps in PROFILES.values())
-    rows = {p["variant"]: p for p in paired_rows if p["model"] == AIM["model"]}
+    rows = {p["variant"]: p for p in paired_rows if p["model"] == AIM["model"] and p["reference"] == REFERENCE}
     out = []
     for idea, variant, kind in IDEAS:
         if variant not in rows:
@@ -554,6 +643,8 @@ def aims(overall: list[dict], by_env: list[dict] = (), by_profile: list[dict] = 
         repeats = (row.get("repeats_previous") or {}).get("share")
         per_env = {r["env"]: r["targeting"]["share"] for r in by_env if (r["model"], r["variant"]) == key}
         first = [r for r in by_profile if (r["model"], r["variant"]) == key and r["profile"] == "first_cycle"]
+        low = row.get("targeting_min") or {}
+        duplicates = row.get("duplicates_per_call")
         out.append({"model": row["model"], "variant": row["variant"], "targeting": targeting, "copies": copies,
                     "lift": lift, "repeats": repeats, "targeting_per_env": per_env,
                     "first_cycle_failures": sum(r["failures"] for r in first),
@@ -563,7 +654,13 @@ def aims(overall: list[dict], by_env: list[dict] = (), by_profile: list[dict] = 
                     "per_env_met": bool(per_env) and all(v is not None and v >= AIM["per_env_targeting_at_least"]
                                                          for v in per_env.values()),
                     "repeats_met": repeats is not None and repeats <= AIM["repeats_at_most"],
-                    "first_cycle_met": sum(r["failures"] for r in first) == 0 if first else None})
+                    "first_cycle_met": sum(r["failures"] for r in first) == 0 if first else None,
+                    "profile_minimum": low.get("share"), "profile_minimum_at": (
+                        f"{low['env']} {low['profile']}" if low else None),
+                    "profile_minimum_met": low.get("share") is not None
+                    and low["share"] >= AIM["per_profile_targeting_at_least"],
+                    "duplicates_per_call": duplicates,
+                    "duplicates_met": duplicates is not None and duplicates <= AIM["duplicates_at_most"]})
     return out
 
 
@@ -572,6 +669,13 @@ def _pct(share: dict | None) -> str:
     if not share or share["share"] is None:
         return "n/a"
     return f"{100 * share['share']:.0f}% ({share['hits']}/{share['of']})"
+
+
+def _lowest(low: dict | None, with_env: bool = False) -> str:
+    """The lowest profile's targeting and its name ("0% (0/8) weak_plants")."""
+    if not low:
+        return "n/a"
+    return f"{_pct(low)} {low['env'] + ' ' if with_env else ''}{low['profile']}"
 
 
 def _points(x: float | None) -> str:
@@ -594,11 +698,12 @@ def _difference(entry: dict, scale: float) -> str:
 
 
 def markdown(result: dict) -> str:
-    """The README table: per model x prompt x env and both envs together; targeting per profile; the aim."""
+    """The tables of docs/designer.md: per model x prompt x env and both envs; targeting per profile; the aim."""
     agg = result["aggregates"]
-    head = ("| model | prompt | env | calls | valid 1st try | repairs/call | failed | targets weak skills | lift | "
-            "specificity | copies example | repeats earlier design | distinct/call | purpose matches | latency s/call | "
-            "tokens in / out |\n" + "|---" * 16 + "|")
+    head = ("| model | prompt | env | calls | valid 1st try | repairs/call | failed | targets weak skills | "
+            "lowest profile | lift | specificity | copies example | repeats earlier design | distinct/call | "
+            "duplicates/call | repeats/call | re-asks/call | purpose matches | latency s/call | tokens in / out |\n"
+            + "|---" * 20 + "|")
     envs = defaultdict(int)
     for r in agg["by_env"]:
         envs[r["model"], r["variant"]] += 1
@@ -607,40 +712,51 @@ def markdown(result: dict) -> str:
     lines = [head] + [
         f"| {r['model']} | {r['variant']} | {r['env']} | {r['calls']} | {_pct(r['first_try_valid'])} | "
         f"{_num(r['repairs_per_call'], 2)} | {r['failures']} | {_pct(r['targeting'])} | "
-        f"{_points(r.get('lift'))} | "
+        f"{_lowest(r.get('targeting_min'), r['env'] == 'both')} | {_points(r.get('lift'))} | "
         f"{_pct(r.get('specificity'))} | {_pct(r['copying'])} | "
-        f"{_pct(r['repeats_previous'])} | {_num(r['diversity'], 2)} | {_pct(r['consistency'])} | "
+        f"{_pct(r['repeats_previous'])} | {_num(r['diversity'], 2)} | {_num(r.get('duplicates_per_call'), 2)} | "
+        f"{_num(r.get('repeats_per_call'), 2)} | {_num(r.get('reasks_per_call'), 2)} | {_pct(r['consistency'])} | "
         f"{_num(r['latency_s'])} | {_num(r['prompt_tokens'], 0)} / {_num(r['completion_tokens'], 0)} |" for r in rows]
     measured = {(r["env"], r["profile"]) for r in agg["by_profile"]}
     profiles = [(e, p) for e in PROFILES for p, prof in PROFILES[e].items()
                 if not prof.first_cycle and (e, p) in measured]
     by_profile = {(r["model"], r["variant"], r["env"], r["profile"]): r for r in agg["by_profile"]}
     models = sorted({(r["model"], r["variant"]) for r in agg["overall"]})
-    lines += ["", "Targeting per feedback profile (configurations that change a setting helping a weak skill):", "",
-              "| model | prompt | " + " | ".join(f"{e} {p}" for e, p in profiles) + " |",
-              "|---|---|" + "---|" * len(profiles)]
+    overall = {(r["model"], r["variant"]): r for r in agg["overall"]}
+    lines += ["", "Targeting per feedback profile (configurations that change a setting helping a weak skill), with "
+                  "the average over them and the lowest (a weak skill never served shows there, not in the average):",
+              "", "| model | prompt | " + " | ".join(f"{e} {p}" for e, p in profiles) + " | average | lowest |",
+              "|---|---|" + "---|" * (len(profiles) + 2)]
     lines += [f"| {m} | {v} | " + " | ".join(_pct(by_profile.get((m, v, e, p), {}).get("targeting"))
-                                             for e, p in profiles) + " |" for m, v in models]
-    lines.append("| (the earlier design sent back) | | " + " | ".join(
-        f"{100 * baseline_targeting(e, PROFILES[e][p]):.0f}%" for e, p in profiles) + " |")
+                                             for e, p in profiles)
+              + f" | {_pct(overall[m, v]['targeting'])} | {_lowest(overall[m, v].get('targeting_min'), True)} |"
+              for m, v in models]
+    baselines = [baseline_targeting(e, PROFILES[e][p]) for e, p in profiles]
+    lines.append("| (the earlier design sent back) | | " + " | ".join(f"{100 * b:.0f}%" for b in baselines) + " | "
+                 + (f"{100 * statistics.fmean(baselines):.0f}% | {100 * min(baselines):.0f}% |" if baselines
+                    else "n/a | n/a |"))
     pairs = [p for p in result.get("paired", []) if p["requests"]]
     if pairs:
         pct, count = (lambda x: f"{100 * x:.0f}%"), (lambda x: f"{x:.0f}")  # noqa: E731
-        lines += ["", f"Each variant against {REFERENCE} on the same requests (model, game, profile, seed; targeting "
+        lines += ["", f"Each variant against {REFERENCE} on the same requests (issue 45's ideas also against "
+                      f"{REFERENCE_45}; model, game, profile, seed; targeting "
                       f"and repeats over the feedback profiles' requests; mean per request, the difference's "
                       f"two-sided paired sign-flip permutation test):", "",
-                  f"| model | prompt | requests | targets weak skills, {REFERENCE} -> it | difference, points (p) | "
-                  f"repeats earlier design | difference (p) | tokens out/call | difference (p) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {p['model']} | {p['variant']} | {p['requests']} | {_arrow(p['targeting'], pct)} | "
+                  "| model | prompt | against | requests | targets weak skills, reference -> it | difference, "
+                  "points (p) | repeats earlier design | difference (p) | tokens out/call | difference (p) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {p['model']} | {p['variant']} | {p['reference']} | {p['requests']} | "
+                  f"{_arrow(p['targeting'], pct)} | "
                   f"{_difference(p['targeting'], 100)} | {_arrow(p['repeats_previous'], pct)} | "
                   f"{_difference(p['repeats_previous'], 100)} | {_arrow(p['completion_tokens'], count)} | "
                   f"{_difference(p['completion_tokens'], 1)} |" for p in pairs]
     if result.get("decisions"):
-        lines += ["", f"The rule (README \"The designer\"; set before the second requests): an idea stays if v2 "
+        lines += ["", f"The rule (docs/designer.md; set before the second requests): an idea stays if v2 "
                       f"without it lowers targeting, or raises repeats or tokens written, with p < {ALPHA}; a new "
                       f"idea is adopted if it writes fewer tokens with p < {ALPHA} and does not lower targeting "
-                      f"with p < {ALPHA}. Decided on two requests per profile; fewer: provisional.", "",
+                      f"with p < {ALPHA}. Issue 45's ideas (against {REFERENCE_45}): adopted if the lowest "
+                      f"targeting over the profiles rises and the average is not lower with p < {ALPHA}. Decided on "
+                      f"two requests per profile; fewer: provisional.", "",
                   "| idea | variant | requests | verdict | why |", "|---|---|---|---|---|"]
         lines += [f"| {d['idea']} | {d['variant']} | {d['requests']} | {d['verdict']}"
                   f"{' (provisional)' if d['provisional'] else ''} | {'; '.join(d['reasons'])} |"
@@ -667,6 +783,11 @@ def markdown(result: dict) -> str:
                      f"first cycle valid: "
                      + ("not measured" if a["first_cycle_met"] is None
                         else f"{met(a['first_cycle_met'])} ({a['first_cycle_failures']} failed)"))
+        if a.get("profile_minimum") is not None:
+            line += (f"; every profile >= {AIM['per_profile_targeting_at_least']:.0%}: "
+                     f"{met(a['profile_minimum_met'])} (lowest {pct(a['profile_minimum'])}, "
+                     f"{a['profile_minimum_at']}); no duplicates inside a call: {met(a['duplicates_met'])} "
+                     f"({_num(a['duplicates_per_call'], 2)} a call)")
         lines.append(line + ".")
     if s.get("tiny"):
         lines.append("TINY RUN (--tiny): a smoke test of the machinery, not results.")
@@ -718,7 +839,8 @@ def build_result(records: list[dict], settings: dict, environment: dict, models:
             "previous_design": {e: [{"purpose": p, "config": c} for p, c in d] for e, d in PREVIOUS.items()},
             "examples": EXAMPLES, "aim": AIM, "aggregates": aggregates,
             "aims": aims(aggregates["overall"], aggregates["by_env"], aggregates["by_profile"]),
-            "paired": (pairs := paired(scored)), "decisions": decisions(pairs),
+            "paired": (pairs := paired(scored) + paired(scored, REFERENCE_45, [v for _, v in IDEAS_45])),
+            "decisions": decisions(pairs) + decisions_45(pairs, aggregates["overall"]),
             "prompts": prompts, "calls": scored}
 
 
@@ -854,7 +976,12 @@ def parse_args(argv=None):
                     "the endpoint failed), make the missing ones")
     ap.add_argument("--tiny", action="store_true", help="smoke test: first cycle and one feedback profile per env, "
                                                         "1 repeat")
+    ap.add_argument("--report", action="store_true", help="only rebuild --out's aggregates, tables (.md) and plot "
+                    "from the calls it holds, scored by today's code; no model is asked")
     args = ap.parse_args(argv)
+    if args.report:
+        args.out = args.out or DEFAULT_OUT
+        return args
     if bool(args.models) == bool(args.base_url):
         ap.error("give either --models (offline) or --base-url with --model (an endpoint)")
     if args.base_url and not args.model:
@@ -885,9 +1012,26 @@ def make_plan(args) -> dict:
             "repeats": 1 if args.tiny else args.repeats, "num_envs": args.num_envs}
 
 
+def report(out: Path) -> dict:
+    """--report: the result rebuilt from the calls stored in `out` (their settings, environment, models and prompts
+    kept), rescored and written again with its tables and plot; no call is made."""
+    if not out.exists():
+        raise SystemExit(f"--report: {out} does not exist")
+    old = json.loads(out.read_text())
+    calls = [{k: v for k, v in c.items() if k not in SCORES} for c in old.get("calls", [])]
+    result = build_result(calls, old["settings"], old.get("environment", {}), old.get("models", {}),
+                          old.get("prompts", {}))
+    paths = write(result, out, with_plot=bool(calls))
+    print(markdown(result))
+    print(f"wrote {', '.join(paths.values())}")
+    return {"result": result, "paths": paths}
+
+
 def main(argv=None, client: Any = None) -> dict:
     """Run the benchmark; `client` (tests): an injected chat client used for --base-url's model."""
     args = parse_args(argv)
+    if args.report:
+        return report(args.out)
     plan = make_plan(args)
     settings = settings_of(args, plan)
     records, models, prompts, kept_env = resumed(args.out, settings) if args.resume else ([], {}, {}, {})

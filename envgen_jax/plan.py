@@ -21,7 +21,7 @@ from envgen_jax.rows import ORIGINAL_ROW, assign_rows
 from envgen_jax.trainer.ppo import make_trainer
 
 __all__ = ["Phase", "build_plan", "train_updates", "phase_label", "first_training_where", "PhaseCost", "phase_costs",
-           "describe_plan", "abstract_train_state", "checkpoint_bytes"]
+           "describe_plan", "abstract_train_state", "checkpoint_bytes", "parameter_count"]
 
 
 def build_plan(cfg) -> list[Phase]:
@@ -121,6 +121,8 @@ def describe_plan(cfg) -> str:
         f"{cfg.ppo.num_envs} envs x {cfg.ppo.num_steps} steps = {cfg.steps_per_update:,} env steps",
         f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "
                                    f"{cfg.llm.max_repairs} repair turns)" if calls else " (this method asks no LLM)"),
+        f"agent:       {cfg.ppo.network} network on {cfg.observation} observations, "
+        f"{parameter_count(cfg):,} parameters per agent",
         f"bank:        {cfg.bank_rows} rows shared by the seeds: " + _bank_use(cfg, costs),
         f"checkpoint:  about {_bytes(size)} ({size:,} bytes of TrainState) each; the newest "
         f"{cfg.output.keep_checkpoints} kept",
@@ -136,6 +138,12 @@ def abstract_train_state(cfg):
     rows = np.zeros(cfg.ppo.num_envs, np.int32)  # which rows the slots run changes no shape
     trainer = make_trainer(env, cfg.trainer_ppo, level_sampler=methods.get(cfg.method).level_sampler(cfg))
     return trainer.abstract_state(bank, rows)
+
+
+def parameter_count(cfg) -> int:
+    """Parameters of one agent's network (shapes only: nothing is computed)."""
+    params = jax.tree.leaves(abstract_train_state(cfg).params)
+    return sum(leaf.size for leaf in params) // cfg.num_agents
 
 
 def checkpoint_bytes(cfg) -> int:

@@ -113,7 +113,9 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
     weakest: the bottom quarter of the achievements in that feedback (the evaluation after the previous cycle; a
     designer per seed reads its seed's); targeted_weakest: those that some environment of the new design helps
     (the game's targeting map, llm/targeting.py: the setting's own levers and its direct prerequisites');
-    repeated_environments: environments equal to one of any earlier cycle's design; new_settings / dropped_settings:
+    repeated_environments: environments equal to one of any earlier cycle's design; duplicate_environments: those
+    equal to another of the same design (both as the designer left them: llm.distinct asks such a reply again, within
+    its repair budget, and what still repeats counts here); new_settings / dropped_settings:
     the changed (setting, value) pairs the design has and the previous one had not, and the reverse; same_design:
     the same environments as the previous cycle's (in any order)."""
     target_map = games.get(config_cls.ENV_NAME).targeting
@@ -140,13 +142,15 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
             rows.append({"weakest": weakest, "targeted_weakest": targeted,
                          "targeted_share": len(targeted) / len(weakest),
                          "repeated_environments": sum(c in earlier for c in configs), "environments": len(configs),
+                         "duplicate_environments": sum(c in configs[:i] for i, c in enumerate(configs)),
                          "new_settings": len(pairs(configs) - pairs(before)),
                          "dropped_settings": len(pairs(before) - pairs(configs)),
                          "same_design": sorted(map(repr, configs)) == sorted(map(repr, before))})
         out.append({"cycle": cycle, "designers": rows,
                     "targeted_share": float(np.mean([r["targeted_share"] for r in rows])),
                     "repeated_share": sum(r["repeated_environments"] for r in rows) / max(
-                        1, sum(r["environments"] for r in rows))})
+                        1, sum(r["environments"] for r in rows)),
+                    "duplicate_environments": sum(r["duplicate_environments"] for r in rows)})
     return out
 
 
@@ -204,15 +208,17 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
     if r.get("adaptation"):
         lines += ["", "## How each design answered its feedback", "",
                   "Per cycle after the first: the bottom quarter of the achievements in the feedback, those some new "
-                  "environment helps (llm/targeting.py's map), environments that repeat an earlier cycle's, and the "
-                  "(setting, value) pairs added and dropped against the previous design.", "",
-                  "| cycle | designer | weakest in the feedback | targeted | repeated envs | settings added / dropped |",
-                  "|---|---|---|---|---|---|"]
+                  "environment helps (llm/targeting.py's map), environments that repeat an earlier cycle's and those "
+                  "that duplicate another of the same design (what the designer's re-asks, llm.distinct, left), and "
+                  "the (setting, value) pairs added and dropped against the previous design.", "",
+                  "| cycle | designer | weakest in the feedback | targeted | repeated envs | duplicates | "
+                  "settings added / dropped |", "|---|---|---|---|---|---|---|"]
         for a in r["adaptation"]:
             for d, row in enumerate(a["designers"]):
                 lines.append(f"| {a['cycle'] + 1} | {d} | {', '.join(row['weakest'])} | "
                              f"{len(row['targeted_weakest'])}/{len(row['weakest'])} | "
                              f"{row['repeated_environments']}/{row['environments']} | "
+                             f"{row.get('duplicate_environments', 0)} | "
                              f"{row['new_settings']} / {row['dropped_settings']} |")
     if r["environments"]:
         lines += ["", "## Environments per cycle", ""]

@@ -117,8 +117,8 @@ class RunConfig:
     env: str = "crafter"
     """the game: crafter | heist"""
     method: str = "envgen"
-    """envgen | ppo | fixed | easy_to_hard | adversarial | random | plr | sfl | envgen_sfl | scripted (see README
-    "Methods and baselines")"""
+    """envgen | ppo | fixed | easy_to_hard | adversarial | random | plr | sfl | envgen_sfl | scripted (see
+    docs/methods.md)"""
     seeds: int = bounded(1, minimum=1)
     """independent agents, vmapped in one compiled run; the report gives mean +/- std over them"""
     seed: int = 0

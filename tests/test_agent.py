@@ -218,7 +218,7 @@ def test_agent_settings_are_checked():
 
 def test_the_shared_agent_is_the_benchmarks_chosen_recipe():
     """configs/base/crafter.yaml's `ppo:` (every Crafter config's agent) is the recipe the agent benchmark measured
-    and README "The agent" names: a change to one without the other fails here."""
+    and docs/agent.md names: a change to one without the other fails here."""
     import sys
     from pathlib import Path
 

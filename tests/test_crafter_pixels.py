@@ -68,3 +68,37 @@ def test_conv_agent_trains_on_pixels(pixel_env):
     after = jax.tree.leaves(jax.device_get(ts.params))
     assert any(not np.allclose(a, b) for a, b in zip(before, after))
     assert int(np.asarray(metrics.env_steps)[0]) == 2 * 4 * 8
+
+
+def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
+    """configs/crafter_ppo_paper_agent.yaml: the AD repository's network (about 4M parameters, the paper's count)
+    and its PPO settings; a one-update smoke of the preset's network structure (GroupNorm stacks, LayerNorm
+    bottleneck, the 1024-wide layer) at tiny widths: at full width its convolution gradients take minutes on CPU."""
+    import dataclasses
+
+    from envgen_jax.plan import parameter_count
+    from envgen_jax.run_config import load_run_config
+
+    cfg = load_run_config("configs/crafter_ppo_paper_agent.yaml")
+    envgen = load_run_config("configs/crafter_envgen_paper_agent.yaml")
+    assert (cfg.method, envgen.method) == ("ppo", "envgen") and envgen.ppo == cfg.ppo
+    assert cfg.observation == "pixels"
+    p = cfg.ppo
+    assert (p.num_envs, p.num_steps, p.update_epochs, p.num_minibatches) == (8, 512, 3, 8)
+    assert (p.gamma, p.gae_lambda, p.lr, p.ent_coef, p.max_grad_norm) == (0.95, 0.65, 3e-4, 0.01, 0.5)
+    assert p.value_norm and p.value_norm_decay == 0.99 and p.adv_norm == "batch" and not p.clip_value
+    assert (p.network, tuple(p.conv_channels), p.conv_norm, p.width, p.head_width) == ("conv", (64, 128, 128),
+                                                                                      True, 256, 1024)
+    assert 3.8e6 < parameter_count(cfg) < 4.2e6  # the paper: "about 4M"
+
+    tiny = dataclasses.replace(p, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
+                               conv_channels=(4, 8), width=16, head_width=32)
+    trainer = make_trainer(pixel_env, tiny)
+    bank = make_params([CrafterConfig.original()])
+    rows = jnp.zeros(2, jnp.int32)
+    ts = trainer.init(bank, rows)
+    before = jax.tree.leaves(jax.device_get(ts.params))
+    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=1)
+    losses = to_host(metrics).losses
+    assert all(np.isfinite(np.asarray(v)).all() for v in vars(losses).values())
+    assert any(not np.allclose(a, b) for a, b in zip(before, jax.tree.leaves(jax.device_get(ts.params))))

@@ -50,7 +50,12 @@ def test_a_chain_counts_repeats_across_and_inside_cycles(tmp_path):
                                        for c in [A[2], ZOMBIES, ZOMBIES, B[0]]) >= 2  # the zombie pair serves it
     assert [(s["repeated"], s["environments"]) for s in result["summary"]] == [(0, 4), (4, 4), (2, 4)]
     md = out.with_suffix(".md").read_text()
-    assert "| 3 | weak_iron_diamond | 1 | 100% (4/4) | 100% | 1 |" in md
+    assert "| 3 | weak_iron_diamond | 1 | 100% (4/4) | 100% | 0 | 1 |" in md
+    assert "| 4 | weak_combat | 1 | 50% (2/4) | 75% | 1 | 0 |" in md  # the zombie environment twice
+    # per call: 1 duplicate in 4 calls; 6 repeats in 3 feedback calls; no re-ask (max_repairs 0)
+    assert result["per_call"] == {"calls": 4, "duplicates": 1, "duplicates_per_call": 0.25, "feedback_calls": 3,
+                                  "repeats": 6, "repeats_per_call": 2.0, "reasks_per_call": 0.0}
+    assert "Per call: 0.25 duplicates inside a call (1 in 4 calls, the first cycle's included), 2.00 repeats" in md
     assert json.loads(out.read_text())["chains"][0]["cycles"][3]["configs"][1] == ZOMBIES
     # --resume: the finished chain is kept, only the new seed asks
     client2 = ScriptedClient(list(SCRIPT))
@@ -72,5 +77,34 @@ def test_resume_refuses_other_settings_but_not_a_setting_added_since_at_its_earl
     assert chain.differing(settings, {**added, "llm": {**added["llm"], "analysis": "first_reply"}}) == \
         ["llm.analysis"]
     assert chain.differing(settings, {**settings, "llm": {**settings["llm"], "advice": "all"}}) == ["llm.advice"]
+    # chains made before llm.distinct asked without it: resumable with it off, not with today's default (on)
+    assert chain.differing(settings, {**added, "llm": {**added["llm"], "distinct": False}}) == []
+    assert chain.differing(settings, {**added, "llm": {**added["llm"], "distinct": True}}) == ["llm.distinct"]
     assert chain.differing(settings, {**settings, "num_envs": 2, "llm": {"temperature": 0.0, "needs": True}}) == \
         ["num_envs", "llm.temperature"]
+
+
+def test_a_guarded_chain_asks_repeats_again_and_report_rebuilds_without_a_model(tmp_path):
+    """llm.distinct (on by default) with its repair budget: cycle 3 repeats cycle 2's design and is asked again once;
+    the chain counts the re-ask, and --report rebuilds the table from the stored chains alone."""
+    path = tmp_path / "run.yaml"
+    path.write_text("env: crafter\nllm:\n  temperature: 0.7\n  advice: none\n  max_repairs: 1\n")
+    C = varied_configs(CrafterConfig, 4, offset=3)
+    script = [design_json(A), design_json(B), design_json(B), design_json(C), design_json([ZOMBIES, *A[:1], *B[:2]]),
+              design_json([ZOMBIES, ZOMBIES, *varied_configs(CrafterConfig, 2, offset=17)])]
+    out = tmp_path / "chain.json"
+    args = ["--config", str(path), "--base-url", "http://scripted.invalid/v1", "--model", "fake", "--seeds", "0",
+            "--out", str(out)]
+    client = ScriptedClient(script)
+    result = chain.main(args, client=client)
+    assert len(client.calls) == 6 and result["chains"][0]["ok"]
+    assert [c["reasks"] for c in result["chains"][0]["cycles"]] == [0, 0, 1, 1]
+    # cycle 4's second try still holds a duplicate: used, and left in the record
+    assert result["chains"][0]["cycles"][3]["repeats_left"] == ["written twice in one answer (environments 1 and 2)"]
+    assert result["per_call"]["reasks_per_call"] == 0.5 and result["per_call"]["repeats"] == 0
+    assert result["per_call"]["duplicates"] == 1
+    table = out.with_suffix(".md").read_text()
+    saved = json.loads(out.read_text())
+    out.write_text(json.dumps({**saved, "summary": [], "per_call": None}))
+    rebuilt = chain.main(["--report", "--out", str(out)])  # no --config, no client: nothing is asked
+    assert rebuilt["summary"] == saved["summary"] and out.with_suffix(".md").read_text() == table

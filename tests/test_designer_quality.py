@@ -100,10 +100,14 @@ def test_outputs_are_written(run):
     assert table == dq.markdown(outcome["result"])
     # Lift +0: the earlier design also targets iron 2/4; specificity 3/5: iron_rarity and stone_pickaxe (served),
     # sapling (not), less iron (not), iron_pickaxe (diamond).
-    assert ("| fake | basic_advice | crafter | 4 | 50% (2/4) | 0.50 | 1 | 50% (2/4) | +0 | 60% (3/5) | 25% (3/12) | "
-            "25% (1/4) | 0.92 | 73% (8/11) |") in table
+    # The lowest profile is the only one here; duplicates per call 1/3 (the example twice in first cycle #1, of 3
+    # answered calls), repeats per call 1 (the one feedback call answered), no re-ask (llm.distinct off: measured
+    # before it).
+    assert ("| fake | basic_advice | crafter | 4 | 50% (2/4) | 0.50 | 1 | 50% (2/4) | 50% (2/4) weak_iron_diamond | "
+            "+0 | 60% (3/5) | 25% (3/12) | 25% (1/4) | 0.92 | 0.33 | 1.00 | 0.00 | 73% (8/11) |") in table
     # Sending the earlier design back would target iron 2/4: wood for the iron tools, a mountain rich in coal.
-    assert "| (the earlier design sent back) | | 50% |" in table
+    assert "| (the earlier design sent back) | | 50% | 50% | 50% |" in table
+    assert "| fake | basic_advice | 50% (2/4) | 50% (2/4) | 50% (2/4) crafter weak_iron_diamond |" in table
     assert '"tree_rarity": "very common"' not in data["prompts"]["crafter/first_cycle/basic_advice"]
 
 
@@ -209,9 +213,13 @@ def test_v3_is_the_designer_the_bundled_configs_run():
     fields = ("targets", "needs", "history", "only_changes", "analysis", "conversation", "envs_per_reply", "advice",
               "repair_temperature", "temperature", "max_repairs", "max_tokens")
     v3 = dq.VARIANTS["v3"].settings(dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"])))
+    now = dq.VARIANTS["v3_distinct"].settings(dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"])))
     for name in ("crafter_envgen.yaml", "heist_envgen.yaml"):
         bundled = load_run_config(ROOT / "configs" / name).llm
         assert {f: getattr(v3, f) for f in fields} == {f: getattr(bundled, f) for f in fields}, name
+        # since issue 45 the bundled designer has the guard: v3_distinct
+        assert {f: getattr(now, f) for f in (*fields, "distinct", "weak_needs", "weak_levers", "unserved")} == \
+            {f: getattr(bundled, f) for f in (*fields, "distinct", "weak_needs", "weak_levers", "unserved")}, name
     flipped = dq.VARIANTS["v3"].settings(LLMSettings(targets=True, advice="all", history="summary"))
     assert (flipped.targets, flipped.advice, flipped.history) == (False, "none", "json")  # pinned
 
@@ -266,3 +274,71 @@ def test_the_rule_decides_each_idea_from_the_paired_table():
     lowers = dq.decisions([row("v2_analysis_once", targeting=(-0.2, 0.01), tokens=(-300.0, 0.01))])
     assert [(d["verdict"], d["reasons"]) for d in lowers] == [
         ("not adopted", ["fewer tokens written", "but it lowers targeting"])]
+
+
+def test_report_rebuilds_the_tables_from_the_stored_calls_without_a_model(run, tmp_path):
+    _, _, out = run
+    copy = tmp_path / "dq.json"
+    data = json.loads(out.read_text())
+    copy.write_text(json.dumps({**data, "aggregates": None, "calls": [
+        {k: v for k, v in c.items() if k != "duplicates"} for c in data["calls"]]}))
+    rebuilt = dq.main(["--report", "--out", str(copy)])  # no --models, no client: nothing is asked
+    assert rebuilt["result"]["aggregates"] == data["aggregates"]  # scores are recomputed from the stored calls
+    assert copy.with_suffix(".md").read_text() == out.with_suffix(".md").read_text()
+    # Calls stored before re-asks were recorded: their re-asks are unknown, not zero.
+    copy.write_text(json.dumps({**data, "calls": [{k: v for k, v in c.items() if k not in ("reasks", "repeats_left")}
+                                                  for c in data["calls"]]}))
+    (row,) = dq.main(["--report", "--out", str(copy)])["result"]["aggregates"]["overall"]
+    assert row["reasks_per_call"] is None and row["duplicates_per_call"] == pytest.approx(1 / 3)
+    with pytest.raises(SystemExit, match="does not exist"):
+        dq.main(["--report", "--out", str(tmp_path / "none.json")])
+
+
+def test_the_lowest_profile_is_reported_beside_the_average_and_decides_issue_45s_ideas():
+    """The minimum over profiles, per variant and per game, names its profile; an idea of issue 45 is adopted when
+    it raises that minimum without lowering the average (paired with v3_distinct, p < 0.05)."""
+    def call(variant, profile, repeat, targeting, env="crafter"):
+        return {"model": dq.AIM["model"], "variant": variant, "env": env, "profile": profile, "repeat": repeat,
+                "ok": True, "targeting": targeting, "repeats_previous": [False] * 4, "duplicates": [False] * 4,
+                "completion_tokens": 100, "first_try_valid": True, "repairs": 0, "configs": [{}] * 4,
+                "helped_settings": None, "changed_settings": [], "baseline": 0.5, "copies": [False] * 4,
+                "distinct": 1.0, "consistent": [], "latency_s": 1.0, "replies": 1, "prompt_tokens": 10,
+                "reasks": 0}
+    hit, miss, half = [True] * 4, [False] * 4, [True, True, False, False]
+    records = []
+    for r in range(2):
+        records += [call("v3_distinct", "weak_plants", r, miss), call("v3_distinct", "weak_combat", r, hit),
+                    call("v3_distinct", "weak_keys", r, half, "heist"),
+                    call("v3_weak_needs", "weak_plants", r, half), call("v3_weak_needs", "weak_combat", r, hit),
+                    call("v3_weak_needs", "weak_keys", r, half, "heist"),
+                    call("v3_weak_levers", "weak_plants", r, half), call("v3_weak_levers", "weak_combat", r, miss),
+                    call("v3_weak_levers", "weak_keys", r, half, "heist")]
+    agg = dq.aggregate(records)
+    overall = {r["variant"]: r for r in agg["overall"]}
+    assert overall["v3_distinct"]["targeting_min"] == {"share": 0.0, "hits": 0, "of": 8, "env": "crafter",
+                                                       "profile": "weak_plants"}
+    assert overall["v3_distinct"]["targeting"]["share"] == 0.5  # the average hides the unserved plants
+    heist = next(r for r in agg["by_env"] if (r["variant"], r["env"]) == ("v3_distinct", "heist"))
+    assert heist["targeting_min"]["profile"] == "weak_keys" and heist["targeting_min"]["share"] == 0.5
+    # a tie goes to the profile first in PROFILES' order
+    assert overall["v3_weak_needs"]["targeting_min"]["profile"] == "weak_plants"
+    pairs = dq.paired(records, dq.REFERENCE_45, ["v3_weak_needs", "v3_weak_levers"])
+    verdicts = {d["variant"]: d["verdict"] for d in dq.decisions_45(pairs, agg["overall"])}
+    # needs: minimum 0% -> 50%, the average up; levers: minimum 0% -> 0% (combat now unserved), not adopted
+    assert verdicts == {"v3_weak_needs": "adopted", "v3_weak_levers": "not adopted"}
+    (aim,) = [a for a in dq.aims(agg["overall"], agg["by_env"], agg["by_profile"]) if a["variant"] == "v3_distinct"]
+    assert (aim["profile_minimum"], aim["profile_minimum_at"], aim["profile_minimum_met"]) == (
+        0.0, "crafter weak_plants", False)
+    assert aim["duplicates_per_call"] == 0 and aim["duplicates_met"]
+
+
+def test_issue_45_variants_are_v3_distinct_plus_one_setting():
+    from envgen_jax.llm.settings import LLMSettings
+    base = dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"]))
+    v3, guarded = (dq.VARIANTS[v].settings(base) for v in ("v3", "v3_distinct"))
+    assert not v3.distinct and guarded.distinct and dataclasses.replace(guarded, distinct=False) == v3
+    assert dq.VARIANTS["v2"].settings(LLMSettings()).distinct is False  # measured before the guard
+    for variant, change in (("v3_weak_needs", {"weak_needs": True}),
+                            ("v3_weak_levers", {"weak_needs": True, "weak_levers": True}),
+                            ("v3_targets_where_missing", {"unserved": "targets_first"})):
+        assert dq.VARIANTS[variant].settings(base) == dataclasses.replace(guarded, **change), variant

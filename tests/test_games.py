@@ -208,7 +208,7 @@ def test_a_new_game_is_one_package_and_one_registry_line(toy, tmp_path, capsys):
     assert "game_options.size: 'huge' is not one of 'small', 'large'" in capsys.readouterr().err
 
 
-# A method from outside the package (README "Adding a method"): its own design step, its own settings and the one
+# A method from outside the package (docs/adding-a-method.md): its own design step, its own settings and the one
 # registry line.
 @dataclasses.dataclass(frozen=True)
 class CoinRoomsOptions(Declared):
@@ -236,8 +236,9 @@ TINY = golden.TINY + ["output.pictures=true"]
 
 
 def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
-    """The README's walk-throughs: the toy game (one package, one registry line) trains with the paper's method and
-    a scripted designer, and a toy method (one class, one registry line) trains on it, end to end through the run."""
+    """The walk-throughs of docs/adding-a-game.md and docs/adding-a-method.md: the toy game (one package, one registry
+    line) trains with the paper's method and a scripted designer, and a toy method (one class, one registry line)
+    trains on it, end to end through the run."""
     from envgen_jax import methods
     from envgen_jax.loop import EnvGenRun
 

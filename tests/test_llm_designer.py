@@ -13,9 +13,10 @@ from envgen_jax.llm.testing import ScriptedClient, auto_reply, design_json, vari
 from envgen_jax.llm.transcript import read_transcript
 
 CRAFTER = games.get("crafter").designer_spec()  # the game's view, as the loop and the CLI build it
-# advice "all": these tests follow valid but wasteful designs back for repair (the default, "none", accepts them)
+# advice "all": these tests follow valid but wasteful designs back for repair (the default, "none", accepts them);
+# distinct off, so that repeats go back as advice repair turns (the guard's own tests turn it on, as by default)
 SETTINGS = LLMSettings(backend="openai", model="fake", backoff_s=0.01, backoff_max_s=0.02, max_retries=2,
-                       advice="all")
+                       advice="all", distinct=False)
 SUCCESS = {name: (float(i), 1.0) for i, name in enumerate(CRAFTER_ACHIEVEMENTS)}
 GOOD = design_json(varied_configs(CrafterConfig, 4))
 GOOD_3 = design_json(varied_configs(CrafterConfig, 3, offset=5))
@@ -566,3 +567,160 @@ def test_an_environment_with_targets_is_held_to_them_not_to_its_purpose_words():
     assert "the purpose does not match" in design_advice([zombies], purpose, target_map=crafter)[0]  # the word check
     # A game without a map: neither its targets nor its purposes can be checked.
     assert design_advice([zombies], purpose, targets=[["defeat_zombie"]]) == design_advice([zombies], purpose) == []
+
+
+# ----------------------------------------------------------------------------- llm.distinct (issue 45)
+# The designer as it runs by default: no advice repair turns, the guard on.
+GUARDED = LLMSettings(backend="openai", model="fake", max_retries=0, seed=3, temperature=0.7)
+
+
+def designs(tmp_path, kind="design"):
+    return [r for r in events(tmp_path) if r["event"] == kind]
+
+
+def test_a_duplicate_environment_is_asked_again_once_with_a_fresh_seed_and_the_repeat_named(tmp_path):
+    from envgen_jax.llm.prompts import in_words
+    a, b = varied_configs(CrafterConfig, 2)
+    assert GUARDED.distinct and GUARDED.advice == "none"  # on by default, without the advice repair turns
+    designer, client, _ = make(tmp_path, [design_json([a, a]), design_json([a, b])], settings=GUARDED)
+    configs, _ = designer.generate(2)
+    assert [c.to_dict(only_changed=True) for c in configs] == [a, b] and len(client.calls) == 2
+    # Asked again on a fresh branch: the same prompt with the repeat named in words, the repeating reply not shown,
+    # and the next seed.
+    again = client.calls[1]["messages"]
+    assert [m["role"] for m in again] == ["user"]
+    assert again[0]["content"].startswith(client.calls[0]["messages"][0]["content"])
+    assert f"- {in_words(CrafterConfig.from_dict(a))} (written twice in one answer (environments 1 and 2))" \
+        in again[0]["content"]
+    assert [c["seed"] for c in client.calls] == [3, 4]
+    # The conversation keeps the turn's own prompt and the accepted reply; the transcript, the re-ask.
+    assert designer.messages[0]["content"] == client.calls[0]["messages"][0]["content"]
+    assert [r["repeats"] != [] for r in designs(tmp_path, "exchange")] == [True, False]
+    assert designs(tmp_path)[-1] | {"time": None} == designs(tmp_path)[-1] | {
+        "time": None, "ok": True, "replies": 2, "reasks": 1, "repeats_left": []}
+
+
+def test_a_design_that_keeps_repeating_is_used_after_the_repair_budget_and_reported(tmp_path):
+    a = varied_configs(CrafterConfig, 1)[0]
+    client = ScriptedClient(default=lambda kwargs: design_json([a, a]))
+    designer = Designer(CRAFTER, GUARDED, tmp_path / "t.jsonl", client=client)
+    configs, _ = designer.generate(2)  # no DesignError: a repeat never fails a step
+    assert len(client.calls) == GUARDED.max_repairs + 1 and configs[0] == configs[1]
+    (design,) = designs(tmp_path)
+    assert design["ok"] and design["reasks"] == GUARDED.max_repairs
+    assert design["repeats_left"] == ["written twice in one answer (environments 1 and 2)"]
+    # max_repairs 0: asked once, accepted with the repeat recorded
+    zero = LLMSettings(**{**GUARDED.to_dict(), "max_repairs": 0})
+    designer, client, _ = make(tmp_path / "z", [design_json([a, a])], settings=zero)
+    designer.generate(2)
+    assert len(client.calls) == 1 and designs(tmp_path / "z")[-1]["repeats_left"]
+    # Off: the repeating design is accepted at once, as before the guard.
+    off = LLMSettings(**{**GUARDED.to_dict(), "distinct": False})
+    designer, client, _ = make(tmp_path / "off", [design_json([a, a])], settings=off)
+    designer.generate(2)
+    assert len(client.calls) == 1 and designs(tmp_path / "off")[-1]["repeats_left"] == []
+
+
+def test_repeats_of_an_earlier_cycle_are_asked_again_also_after_a_resume(tmp_path):
+    a, b, c, d, e, f = varied_configs(CrafterConfig, 6)
+    designer, client, _ = make(tmp_path, [design_json([a, b]), design_json([c, a]), design_json([c, d])],
+                               settings=GUARDED)
+    designer.generate(2)
+    configs, _ = designer.feedback(SUCCESS, 2)
+    assert [x.to_dict(only_changed=True) for x in configs] == [c, d] and len(client.calls) == 3
+    assert "(the same as environment 1 of the last design, which the agent already trained in)" in \
+        client.calls[2]["messages"][-1]["content"]
+    # Resumed from its checkpointed state (a run's LoopState.designers), it still knows cycle 1's environments.
+    state = json.loads(json.dumps(designer.state_dict()))
+    client2 = ScriptedClient([design_json([e, b]), design_json([e, f])])
+    resumed = Designer.from_state(state, GUARDED, tmp_path / "t.jsonl", env=CRAFTER, client=client2)
+    configs, _ = resumed.feedback(SUCCESS, 2)
+    assert [x.to_dict(only_changed=True) for x in configs] == [e, f] and len(client2.calls) == 2
+    assert "(the same as environment 2 of design number 1, which the agent already trained in)" in \
+        client2.calls[1]["messages"][-1]["content"]
+    assert client2.calls[1]["seed"] == 3 + 1000 * 2 + 1  # the third request's second try
+
+
+def test_one_per_reply_and_a_given_previous_design_are_guarded_too(tmp_path):
+    a, b, c = varied_configs(CrafterConfig, 3)
+    per = LLMSettings(**{**GUARDED.to_dict(), "envs_per_reply": 1})
+    designer, client, _ = make(tmp_path, [design_json([a]), design_json([a]), design_json([b])], settings=per)
+    configs, _ = designer.generate(2)
+    assert [x.to_dict(only_changed=True) for x in configs] == [a, b] and len(client.calls) == 3
+    assert "(the same as environment 1 of this design, which you already wrote)" in \
+        client.calls[2]["messages"][-1]["content"]
+    # A feedback call given the environments trained in (`llm generate --previous`) treats them as an earlier cycle.
+    fresh, client, _ = make(tmp_path / "p", [design_json([c, b]), design_json([a, b])], settings=GUARDED)
+    fresh.feedback(SUCCESS, 2, previous=[CrafterConfig.from_dict(c)])
+    assert len(client.calls) == 2 and "of the last design" in client.calls[1]["messages"][-1]["content"]
+
+
+def test_distinct_is_a_setting_read_from_a_run_config():
+    assert LLMSettings().distinct is True
+    assert LLMSettings.from_dict({"distinct": False}).distinct is False
+    with pytest.raises(Exception, match="llm.distinct"):
+        LLMSettings.from_dict({"distinct": "sometimes"})
+
+
+# ------------------------------------------------------- issue 45's ideas for unserved skills (settings, off)
+PLANTS_WEAK = {name: (60.0, 5.0) for name in CRAFTER_ACHIEVEMENTS} | {
+    "eat_plant": (0.0, 0.5), "place_plant": (1.0, 0.5), "collect_sapling": (4.0, 1.0), "collect_diamond": (10.0, 2.0),
+    "make_iron_pickaxe": (11.0, 2.0), "make_iron_sword": (12.0, 2.0)}
+
+
+def test_weak_needs_and_levers_list_only_the_weakest_quarter():
+    from envgen_jax.llm.prompts import feedback_prompt, weakest_quarter
+    assert weakest_quarter(CRAFTER, PLANTS_WEAK) == ["eat_plant", "place_plant", "collect_sapling", "collect_diamond",
+                                                     "make_iron_pickaxe", "make_iron_sword"]
+    previous = [CrafterConfig.original()]
+    plain = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2)
+    needs = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2, settings=LLMSettings(weak_needs=True))
+    levers = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2, settings=LLMSettings(weak_levers=True))
+    assert "what each needs" not in plain
+    block = needs.split("The weakest achievements and what each needs:\n")[1].split("\n\n")[0].splitlines()
+    assert [line.split(":")[0] for line in block] == [f"- {n}" for n in weakest_quarter(CRAFTER, PLANTS_WEAK)]
+    assert "- place_plant: needs " in needs and "; comes after collect_sapling" in needs
+    assert "collect_wood: needs" not in needs and "settings that make it easier" not in needs  # the quarter only
+    assert "- eat_plant: needs " in levers and "settings that make it easier: sapling more than the default (0), " \
+        "target_biome = grassland; comes" not in levers  # prerequisites come before the levers
+    assert "; settings that make it easier: sapling more than the default (0), target_biome = grassland" in levers
+    heist = games.get("heist").designer_spec()
+    rates = {n: (80.0, 5.0) for n in heist.achievements} | {"collect_key_blue": (0.0, 0.0)}
+    text = feedback_prompt(heist, rates, [heist.config_cls.original()], 2, settings=LLMSettings(weak_levers=True))
+    assert "- collect_key_blue: needs reaching the blue key" in text
+    assert "settings that make it easier: key_distance = near, maze_dim = 7 or 5, num_keys = 1 or 2 or 3" in text
+
+
+def test_targets_first_asks_one_spare_environment_again_for_the_weak_skills_none_serves(tmp_path):
+    from envgen_jax.llm.designer import unserved_slot
+    iron = {"environment_settings": {"iron_rarity": "very common"}, "inventory_settings": {"iron": 2}}
+    iron2 = {"inventory_settings": {"iron": 1, "coal": 2}}
+    plants = {"inventory_settings": {"sapling": 2}}
+    settings = LLMSettings(**{**GUARDED.to_dict(), "unserved": "targets_first"})
+    reply = design_json([plants], targets=[["place_plant", "eat_plant"]])
+    designer, client, _ = make(tmp_path, [design_json([iron, iron2]), reply], settings=settings)
+    configs, _ = designer.feedback(PLANTS_WEAK, 2, previous=[CrafterConfig.original()])
+    # The second iron environment serves only what the first serves: it is asked again, targets first, from the
+    # weak skills no environment serves.
+    assert [c.to_dict(only_changed=True) for c in configs] == [iron, plants] and len(client.calls) == 2
+    assert designer.targets == [[], ["place_plant", "eat_plant"]]
+    schema = client.calls[1]["response_format"]["json_schema"]["schema"]
+    item = schema["properties"]["environments"]["items"]
+    assert list(item["properties"])[0] == "targets" and "analysis" not in schema["properties"]
+    # (more iron serves make_iron_pickaxe, the prerequisite of collect_diamond: only the plants are left)
+    assert item["properties"]["targets"]["items"]["enum"] == ["eat_plant", "place_plant", "collect_sapling"]
+    ask = client.calls[1]["messages"][-1]["content"]
+    assert "Environment 1: iron_rarity = very common, iron = 2." in ask and "Write environment 2 of the 2" in ask
+    assert json.loads(designer.messages[-1]["content"])["environments"][1]["targets"] == ["place_plant", "eat_plant"]
+    assert designer.requests == 2  # the extra reply has its own request (and seed)
+    # Nothing left unserved, or no spare environment: nothing asked again.
+    target_map = CRAFTER.targeting
+    cls = CrafterConfig.from_dict
+    assert unserved_slot([cls(plants), cls(iron)], ["place_plant", "make_iron_pickaxe"], target_map) == (None, [])
+    assert unserved_slot([cls(iron)], ["place_plant", "make_iron_pickaxe"], target_map) == (None, ["place_plant"])
+    assert unserved_slot([cls(iron), cls(iron2)], ["place_plant", "make_iron_pickaxe"], target_map) == (
+        1, ["place_plant"])
+    # Accept (the default): the same design as it came.
+    designer, client, _ = make(tmp_path / "off", [design_json([iron, iron2])], settings=GUARDED)
+    designer.feedback(PLANTS_WEAK, 2, previous=[CrafterConfig.original()])
+    assert len(client.calls) == 1

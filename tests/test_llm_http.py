@@ -35,8 +35,10 @@ def llama_cpp_like(request):
 def test_json_schema_refusal_falls_back_to_json_object(tmp_path):
     with FakeOpenAIServer(llama_cpp_like) as server:
         # The fake server answers every call with the same design: with the default advice the feedback reply would
-        # go back for repair as a repeat of the trained design; here only the output modes are under test.
-        designer = Designer(CRAFTER, settings(server.base_url, advice="duplicates"), tmp_path / "t.jsonl")
+        # go back for repair (or, llm.distinct, be asked again) as a repeat of the trained design; here only the
+        # output modes are under test.
+        designer = Designer(CRAFTER, settings(server.base_url, advice="duplicates", distinct=False),
+                            tmp_path / "t.jsonl")
         configs, _ = designer.generate(4)
         designer.feedback({"collect_coal": 1, **{k: 1 for k in designer.spec.achievements}}, 4)
     assert len(configs) == 4

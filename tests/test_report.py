@@ -73,6 +73,12 @@ def test_adaptation_names_the_weakest_skills_each_design_serves_and_its_repeats(
     assert row["targeted_weakest"] == ["collect_iron", "make_iron_pickaxe", "make_iron_sword"]
     assert entry["targeted_share"] == 0.5 and row["repeated_environments"] == 1 and entry["repeated_share"] == 0.5
     assert (row["new_settings"], row["dropped_settings"], row["same_design"]) == (2, 1, False)
+    assert row["duplicate_environments"] == 0 and entry["duplicate_environments"] == 0
+    # What the designer's re-asks (llm.distinct) left: a design holding the same environment twice counts it once.
+    twice = SimpleNamespace(designs=[state.designs[0], {"cycle": 1, "designers": [{"configs": [full(iron)] * 2}]}],
+                            evals=state.evals)
+    (doubled,) = adaptation(twice, list(names), CrafterConfig)
+    assert doubled["designers"][0]["duplicate_environments"] == 1 and doubled["duplicate_environments"] == 1
     # The study's brief of it (study.md's "How each method's designs answered the feedback") keeps what changed.
     from envgen_jax.study import adaptation_summary
     (brief,) = adaptation_summary([entry])["per_cycle"]

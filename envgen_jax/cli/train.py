@@ -28,7 +28,7 @@ run, and the report gives each combination's score:
 
 The run directory gets: config.yaml (resolved), llm_transcript.jsonl, environments/cycle_K.{json,png},
 metrics.jsonl, tb/ (TensorBoard), learning_curve.png, success_by_cycle.png, report.md, report.json and
-checkpoints/. The settings are described in README.md ("The main command", "The agent", "The designer") and in the
+checkpoints/. The settings are described in docs/ (configuration.md, agent.md, designer.md, llm.md) and in the
 run configuration's classes (envgen_jax/run_config.py); `envgen-jax settings` lists the environments' settings.
 
 LLM: with no endpoint configured the offline Qwen2.5-Coder-1.5B designer runs locally (llm.model=smollm2-135m
@@ -62,7 +62,7 @@ def add_train_command(commands) -> None:
 
 def cmd_train(args) -> int:
     from envgen_jax.loop import EnvGenRun, check_no_run_there
-    from envgen_jax.plan import describe_plan
+    from envgen_jax.plan import describe_plan, parameter_count
     from envgen_jax.run_config import load_run_config
 
     if args.resume:
@@ -81,6 +81,8 @@ def cmd_train(args) -> int:
         print(describe_plan(cfg))
         print(f"\ndry run: the configuration is valid; nothing trained, nothing written (run directory: {out})")
         return 0
+    print(f"agent: {cfg.ppo.network} network on {cfg.observation} observations, {parameter_count(cfg):,} "
+          f"parameters per agent")
     run = EnvGenRun.resume(out) if args.resume else EnvGenRun(cfg, out)
     start = time.monotonic()
     try:

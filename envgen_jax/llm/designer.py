@@ -19,13 +19,14 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Container, Mapping, NamedTuple, Sequence
 
 from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, Sampling, make_openai_client
 from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
-from envgen_jax.llm.prompts import (analysis_prompt, feedback_prompt, generation_prompt, next_prompt, output_schema,
-                                    repair_prompt, written_prompt)
+from envgen_jax.llm.prompts import (analysis_prompt, feedback_prompt, generation_prompt, in_words, next_prompt,
+                                    output_schema, repair_prompt, repeats_prompt, unserved_prompt, weakest_quarter,
+                                    written_prompt)
 from envgen_jax.llm.reply import environment_entry, parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec
@@ -89,13 +90,16 @@ class Designer:
         in the same turn.
         """
         targets = self.targets if previous is None else previous_targets
+        given = previous is not None and list(previous) not in self.history  # e.g. `llm generate --previous`
         previous = list(self.configs if previous is None else previous)
         per = self.settings.envs_per_reply
         fresh = self.settings.conversation == "fresh"  # a new conversation: earlier designs only as `history` has them
         prompt = feedback_prompt(self.spec, success, previous, self._check_n(n),
                                  with_generation=fresh or not self.messages, notes=notes, settings=self.settings,
                                  targets=targets, inside=inside, per_reply=per, earlier=self.history if fresh else ())
-        return self._design(prompt, n, "feedback", per, base=[] if fresh else None)
+        weak = weakest_quarter(self.spec, success) if self.settings.unserved == "targets_first" else ()
+        return self._design(prompt, n, "feedback", per, base=[] if fresh else None,
+                            earlier=[*self.history, previous] if given else None, weak=weak)
 
     def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:
         """Send any user turn (e.g. a curriculum's prompt) and get n validated environments, with the same
@@ -202,10 +206,12 @@ class Designer:
         return Sampling(s.repair_temperature, seed)
 
     def _design(self, prompt: str, n: int, kind: str, per_reply: int | None = None,
-                base: list[dict] | None = None) -> Design:
+                base: list[dict] | None = None, earlier: list[list] | None = None, weak: Sequence[str] = ()) -> Design:
         """n validated environments, asked `per_reply` at a time (all at once by default); the conversation and the
         designer's state change only once all n are accepted. `base`: the conversation the turn continues (None:
-        the designer's; [] starts a new one, llm.conversation "fresh").
+        the designer's; [] starts a new one, llm.conversation "fresh"). `earlier`: the designs an environment must
+        not repeat (llm.distinct; None: every design accepted so far). `weak`: the feedback's weakest skills, which
+        llm.unserved "targets_first" asks one environment again for when no environment serves one of them.
 
         A few per reply (llm.envs_per_reply): each reply is asked on its own branch from the conversation so far,
         the turn's prompt followed by the environments already written, in words, and which to write now; the
@@ -214,7 +220,9 @@ class Designer:
         per = min(per_reply or n, n)
         configs, purposes, targets, analysis = [], [], [], ""
         base = self.messages if base is None else base
+        earlier = self.history if earlier is None else earlier
         conversation = base
+        replies = -(-n // per)
         for part, first in enumerate(range(0, n, per)):
             count = min(per, n - first)
             reuse = first > 0 and self.settings.analysis == "first_reply" and bool(analysis)
@@ -222,40 +230,60 @@ class Designer:
                 [prompt, written_prompt(configs, targets), *([analysis_prompt(analysis)] if reuse else []),
                  next_prompt(first + 1, first + count, n)])
             parsed, conversation = self._reply(base, text, count, kind, self.requests + part, configs,
-                                               with_analysis=not reuse)
+                                               with_analysis=not reuse, earlier=earlier)
             configs += parsed.configs
             purposes += parsed.purposes
             targets += [list(t) for t in parsed.targets]
             analysis = analysis or parsed.analysis
-        if per < n:  # the turn, answered by the whole design
+        slot, missing = unserved_slot(configs, weak, self.spec.targeting)
+        if slot is not None:  # llm.unserved "targets_first": one environment again, for the weak skills left out
+            keep = [i for i in range(n) if i != slot]
+            configs, purposes, targets = ([xs[i] for i in keep] for xs in (configs, purposes, targets))
+            text = "\n\n".join([prompt, written_prompt(configs, targets),
+                                 *([analysis_prompt(analysis)] if analysis else []),
+                                 unserved_prompt(missing, n, n, self.spec.skills)])
+            parsed, _ = self._reply(base, text, 1, kind, self.requests + replies, configs, with_analysis=False,
+                                    earlier=earlier, names=tuple(missing))
+            configs += parsed.configs
+            purposes += parsed.purposes
+            targets += [list(t) for t in parsed.targets]
+            replies += 1
+        if per < n or slot is not None:  # the turn, answered by the whole design
             whole = {"analysis": analysis, "environments": [
                 environment_entry(p, c.to_dict(only_changed=True), t) for t, p, c in zip(targets, purposes, configs)]}
             conversation = [*base, {"role": "user", "content": prompt},
                             {"role": "assistant", "content": json.dumps(whole)}]
         self.messages, self.configs, self.purposes, self.targets = conversation, configs, purposes, targets
         self.history.append(list(configs))
-        self.requests += -(-n // per)
+        self.requests += replies
         return Design(list(configs), list(purposes))
 
     def _reply(self, conversation: list[dict], prompt: str, n: int, kind: str, request: int,
-               written: Sequence[Any] = (), with_analysis: bool = True):
+               written: Sequence[Any] = (), with_analysis: bool = True, earlier: Sequence[Sequence[Any]] = (),
+               names: tuple[str, ...] | None = None):
         """One user turn answered with n valid environments, repairs included: (the parsed reply, the conversation
         with the turn and the accepted reply). `written`: environments of this design accepted in earlier turns;
-        `with_analysis` False: the reply writes no analysis (its prompt holds the design's, llm.analysis)."""
+        `with_analysis` False: the reply writes no analysis (its prompt holds the design's, llm.analysis);
+        `earlier`: the designs its environments must not repeat (llm.distinct); `names`: the achievements its
+        environments name as targets first (None: the game's with llm.targets, else none)."""
         cls_ = self.spec.config_cls
-        names = self.spec.achievements if self.settings.targets else ()
+        if names is None:
+            names = self.spec.achievements if self.settings.targets else ()
         schema = output_schema(cls_, n, names, changes_only=self.settings.only_changes, analysis=with_analysis)
         llm = self._client()
         messages = [*conversation, {"role": "user", "content": prompt}]
-        parsed = None
+        parsed, reasks = None, 0
         for attempt in range(self.settings.max_repairs + 1):
             sampling = self._sampling(attempt, request)
             reply = llm.complete(messages, schema, sampling)
             parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, self.spec.check, names)
+            repeats = (repeated_environments(parsed.configs, written, earlier)
+                       if parsed.ok and self.settings.distinct else {})
             advice = (design_advice(parsed.configs, parsed.purposes, self.history, self.settings.advice,
-                                    parsed.targets, written, self.spec.targeting) if parsed.ok else [])
+                                    parsed.targets, written, self.spec.targeting, skip=repeats) if parsed.ok else [])
             last_try = attempt == self.settings.max_repairs
-            accepted = parsed.ok and (not advice or last_try)  # advice asks for a repair but never fails a step
+            # neither a repeat nor advice fails a step: what the last try still holds is used, and recorded
+            accepted = parsed.ok and (not (advice or repeats) or last_try)
             self.transcript.write({
                 "event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind, "try": attempt,
                 "mode": llm.mode, "temperature": sampling.temperature, "seed": sampling.seed, "messages": messages,
@@ -264,15 +292,24 @@ class Designer:
                 "configs": [c.to_dict() for c in parsed.configs] if parsed.ok else None,
                 "purposes": list(parsed.purposes) if parsed.ok else None,
                 "targets": [list(t) for t in parsed.targets] if parsed.ok else None, "analysis": parsed.analysis,
-                "problems": list(parsed.problems), "advice": advice, "accepted": accepted})
+                "problems": list(parsed.problems), "advice": advice, "repeats": [r for _, r in repeats.values()],
+                "accepted": accepted})
             if accepted:
                 # Failed tries and repair turns stay in the transcript but not in the conversation: later cycles
                 # see a clean history, and small local models keep their context for what matters.
                 self.transcript.write({"event": "design", "request": request, "kind": kind, "ok": True,
-                                       "replies": attempt + 1, "repairs": attempt, "problems": [],
-                                       "advice_left": advice})
-                return parsed, [*messages[:len(conversation) + 1], {"role": "assistant", "content": reply.text}]
-            if attempt < self.settings.max_repairs:
+                                       "replies": attempt + 1, "repairs": attempt, "reasks": reasks, "problems": [],
+                                       "advice_left": advice, "repeats_left": [r for _, r in repeats.values()]})
+                return parsed, [*conversation, {"role": "user", "content": prompt},
+                                {"role": "assistant", "content": reply.text}]
+            if attempt < self.settings.max_repairs and repeats:
+                # Asked again on a fresh branch, the repeats named in words and the reply not echoed (the 1.5B model
+                # answered an echoed reply with the same configuration), with the next seed (`_sampling`).
+                reasks += 1
+                named = [f"{in_words(config)} ({what})" for config, what in repeats.values()]
+                messages = [*conversation, {"role": "user", "content": "\n\n".join(
+                    [prompt, repeats_prompt(named + advice)])}]
+            elif attempt < self.settings.max_repairs:
                 echo = reply.text if len(reply.text) <= MAX_ECHO_CHARS else reply.text[:MAX_ECHO_CHARS] + " ...(cut)"
                 messages = [*messages, {"role": "assistant", "content": echo or "(empty reply)"},
                             {"role": "user", "content": repair_prompt(list(parsed.problems) or advice, n)}]
@@ -283,9 +320,57 @@ class Designer:
                           transcript=str(self.transcript.path) if self.transcript.path else None)
 
 
+def repeated_environments(configs: Sequence[Any], written: Sequence[Any] = (),
+                          earlier_designs: Sequence[Sequence[Any]] = ()) -> dict[int, tuple[Any, str]]:
+    """llm.distinct: index -> (config, what it repeats) for each environment of a reply equal to another of the reply,
+    to one `written` earlier in the same design (llm.envs_per_reply), or to one of `earlier_designs` (oldest first).
+    Equal means the same validated configuration (every setting, defaults filled in), whatever the reply's text."""
+    out = {}
+    for i, config in enumerate(configs):
+        first, before, earlier = _repeat_of(i, configs, written, earlier_designs)
+        if first is not None:
+            out[i] = config, f"written twice in one answer (environments {first + 1} and {i + 1})"
+        elif before is not None:
+            out[i] = config, f"the same as environment {before + 1} of this design, which you already wrote"
+        elif earlier is not None:
+            k, j = earlier
+            when = "the last design" if k == len(earlier_designs) - 1 else f"design number {k + 1}"
+            out[i] = config, f"the same as environment {j + 1} of {when}, which the agent already trained in"
+    return out
+
+
+def _repeat_of(i: int, configs: Sequence[Any], written: Sequence[Any], earlier_designs: Sequence[Sequence[Any]]):
+    """Where configs[i] was already: (index of an equal one before it in the reply, index in `written`, (design,
+    index) in `earlier_designs`), each None if nowhere."""
+    config = configs[i]
+    first = next((j for j in range(i) if configs[j] == config), None)
+    before = next((j for j, old in enumerate(written) if old == config), None)
+    earlier = next(((k, j) for k, design in enumerate(earlier_designs) for j, old in enumerate(design)
+                    if old == config), None)
+    return first, before, earlier
+
+
+def unserved_slot(configs: Sequence[Any], weak: Sequence[str], target_map: TargetMap | None
+                  ) -> tuple[int | None, list[str]]:
+    """llm.unserved "targets_first": (the environment to ask again, the weak skills no environment helps), or
+    (None, ...) when every weak skill is served or every environment is the only one serving one of them. The one
+    asked again is the last whose weak skills another environment also serves (first those serving none)."""
+    if not weak or target_map is None:
+        return None, []
+    served = [{w for w in weak if target_map.helps(c, [w])} for c in configs]
+    missing = [w for w in weak if not any(w in s for s in served)]
+    if not missing:
+        return None, []
+    spare = [i for i, s in enumerate(served) if s <= set().union(*(served[:i] + served[i + 1:]))]
+    if not spare:
+        return None, missing
+    empty = [i for i in spare if not served[i]]
+    return (empty or spare)[-1], missing
+
+
 def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_designs: Sequence[Sequence[Any]] = (),
                   checks: str = "all", targets: Sequence[Sequence[str]] = (), written: Sequence[Any] = (),
-                  target_map: TargetMap | None = None) -> list[str]:
+                  target_map: TargetMap | None = None, skip: Container[int] = ()) -> list[str]:
     """Valid designs that waste a slot: environments that repeat another, repeat one the agent already trained in
     (any of `earlier_designs`, oldest first), change nothing, name targets their settings give nothing for
     (`targets`, llm.targets; `TargetMap.helps`), or, without targets, do not do what their purpose says (a purpose
@@ -295,15 +380,15 @@ def design_advice(configs: Sequence[Any], purposes: Sequence[str], earlier_desig
     invalid ones, but a design still holding them after the last repair is used (and the advice recorded): quality
     problems must not stop a run, and the heuristics must never overrule the LLM for good. `checks`: "all",
     "duplicates" (repeated or unchanged environments only) or "none" (LLMSettings.advice). `written`: environments
-    of the same design accepted in earlier replies (llm.envs_per_reply), which a new one must not repeat either."""
+    of the same design accepted in earlier replies (llm.envs_per_reply), which a new one must not repeat either.
+    `skip`: environments already named as repeats (llm.distinct, `repeated_environments`)."""
     advice = []
     if checks == "none":
         return advice
     for i, config in enumerate(configs):
-        first = next((j for j in range(i) if configs[j] == config), None)
-        before = next((j for j, old in enumerate(written) if old == config), None)
-        earlier = next(((k, j) for k, design in enumerate(earlier_designs) for j, old in enumerate(design)
-                        if old == config), None)
+        if i in skip:
+            continue
+        first, before, earlier = _repeat_of(i, configs, written, earlier_designs)
         if first is not None:
             advice.append(f"environments[{i}].config is the same as environments[{first}].config; make every "
                           f"environment different, each aimed at its own skills")

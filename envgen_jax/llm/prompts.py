@@ -60,7 +60,7 @@ ENVIRONMENT_KEYS = {
 
 def output_format(spec: EnvSpec, n: int, settings: LLMSettings | None = None, per_reply: int | None = None) -> str:
     """How to reply; with `per_reply` below n (llm.envs_per_reply), the first reply holds that many of the n."""
-    # No example configuration: small models copy an example instead of designing (measured, see README).
+    # No example configuration: small models copy an example instead of designing (measured, see docs/designer.md).
     targets = (settings or LLMSettings()).targets
     keys = string.Template(ENVIRONMENT_KEYS[targets]).substitute(skills=spec.skills)
     count = min(per_reply or n, n)
@@ -78,7 +78,7 @@ def written_prompt(configs: Sequence[Any], targets: Sequence[Sequence[str]]) -> 
     lines = ["The environments you already wrote for this design (do not repeat them):"]
     for i, config in enumerate(configs):
         aims = f" trains {', '.join(targets[i])};" if i < len(targets) and targets[i] else ""
-        lines.append(f"Environment {i + 1}:{aims} {_in_words(config)}.")
+        lines.append(f"Environment {i + 1}:{aims} {in_words(config)}.")
     return "\n".join(lines)
 
 
@@ -154,6 +154,48 @@ def format_success(spec: EnvSpec, success: Success, order: str = "listed") -> st
     return "\n".join(f"{name}: {_pct(m)}% +/- {_pct(s)}%" for name, (m, s) in rates)
 
 
+def weakest_quarter(spec: EnvSpec, success: Success) -> list[str]:
+    """The bottom quarter of the achievements in the feedback (at least one), weakest first, ties in the spec's
+    order: the skills report.json's adaptation scores a design against (llm.weak_needs, llm.unserved)."""
+    rates = normalise_success(spec, success)
+    ranked = sorted(spec.achievements, key=lambda name: rates[name][0])  # stable: ties keep the listed order
+    return ranked[:max(1, -(-len(ranked) // 4))]
+
+
+def lever_words(lever: Any, config_cls: Any) -> str:
+    """One lever of the targeting map in the prompt's terms: "key_distance = near", "tree_rarity more common",
+    "sapling more than the default", "start_with_blue_key = true"."""
+    setting = next(s for s in config_cls.schema() if s.path == lever.path)
+    if lever.toward == "among":
+        return f"{setting.name} = {' or '.join(map(str, lever.values))}"
+    if setting.kind is bool:
+        return f"{setting.name} = {'true' if lever.toward == 'more' else 'false'}"
+    if setting.choices:
+        return f"{setting.name} {'more' if lever.toward == 'more' else 'less'} common"
+    return f"{setting.name} {'more' if lever.toward == 'more' else 'less'} than the default ({setting.default})"
+
+
+def weak_needs_text(spec: EnvSpec, success: Success, levers: bool = False) -> str:
+    """What the weakest quarter of the achievements needs (the game's needs.txt), each with the achievements just
+    before it (its direct prerequisites in the targeting map) and, with `levers`, the settings that make it easier to
+    learn (its levers and its prerequisites'): llm.weak_needs and llm.weak_levers. "" when there is nothing to say."""
+    target_map = spec.targeting
+    needs = spec.needs()
+    lines = []
+    for name in weakest_quarter(spec, success):
+        line = f"- {name}: needs {needs[name]}"
+        before = target_map.prerequisites.get(name, ()) if target_map else ()
+        if before:
+            line += f"; comes after {', '.join(before)}"
+        if levers and target_map:
+            helped = ", ".join(lever_words(lever, spec.config_cls) for lever in target_map.levers(name))
+            line += f"; settings that make it easier: {helped}" if helped else ""
+        lines.append(line)
+    head = (f"The weakest {spec.skills} and what each needs"
+            + (" (with the settings that make each easier to learn)" if levers else "") + ":")
+    return "\n".join([head, *lines]) if lines else ""
+
+
 LEARNABILITY_PREAMBLE = (
     "Before training, the agent played a few episodes in each of these environments. Its success rate p on the "
     "achievements it has not mastered yet tells how learnable an environment is: too easy when p is near 1, too hard "
@@ -177,8 +219,9 @@ def _with_notes(lines: Sequence[str], notes: Sequence[str] | None) -> str:
     return "\n".join([LEARNABILITY_PREAMBLE, *(f"{line}\n  -> {note}" for line, note in zip(lines, notes))])
 
 
-def _in_words(config: Any) -> str:
-    """A configuration's changed settings as `setting = value`, or "the original game"."""
+def in_words(config: Any) -> str:
+    """A configuration's changed settings as `setting = value`, or "the original game" (also how the designer names
+    a repeated environment when it asks again, llm.distinct)."""
     changed = [f"{name} = {json.dumps(v) if isinstance(v, bool) else v}"
                for section in config.to_dict(only_changed=True).values() for name, v in section.items()]
     return ", ".join(changed) or "the original game"
@@ -195,7 +238,7 @@ def summarise_configs(configs: Sequence[Any], targets: Sequence[Sequence[str]] |
         return "(not available)"
     lines = []
     for i, config in enumerate(configs):
-        line = f"Environment {i + 1} (tried): {_in_words(config)}."
+        line = f"Environment {i + 1} (tried): {in_words(config)}."
         if targets and i < len(targets) and targets[i]:
             line += f" It was meant to train {', '.join(targets[i])}."
         if inside is not None and i < len(inside):
@@ -222,7 +265,7 @@ def format_earlier(designs: Sequence[Sequence[Any]], previous: Sequence[Any], hi
         tried += [c for c in design if c not in previous and c not in tried]
     if not tried:
         return ""
-    shown = [_in_words(c) if history == "summary" else json.dumps(c.to_dict(only_changed=True)) for c in tried]
+    shown = [in_words(c) if history == "summary" else json.dumps(c.to_dict(only_changed=True)) for c in tried]
     return "\n".join(["Environments it trained in before those (tried, do not repeat them):",
                       *(f"- {line}" for line in shown)])
 
@@ -241,10 +284,26 @@ def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n:
              else format_configs(previous, notes))
     before = format_earlier(earlier, previous, settings.history)
     shown = f"{shown}\n{before}" if before else shown
+    rates = format_success(spec, success, order="weakest")
+    if settings.weak_needs or settings.weak_levers:
+        rates = "\n\n".join(filter(None, [rates, weak_needs_text(spec, success, levers=settings.weak_levers)]))
     text = render(spec.read_template("feedback"), str(spec.template_path("feedback")), REQUIRED_FIELDS["feedback"],
-                  title=spec.title, num_envs=n, success=format_success(spec, success, order="weakest"),
+                  title=spec.title, num_envs=n, success=rates,
                   previous_configs=shown, output_format=output_format(spec, n, settings, per_reply)).strip()
     return generation_prompt(spec, n, settings, per_reply) + "\n\n" + text if with_generation else text
+
+
+def repeats_prompt(repeats: Sequence[str]) -> str:
+    """What a reply asked again adds to its turn's prompt (llm.distinct): the environments its last try repeated, in
+    words, not to be written again."""
+    return render_template("repeats.txt", ("repeats",), repeats="\n".join(f"- {r}" for r in repeats)).strip()
+
+
+def unserved_prompt(missing: Sequence[str], which: int, total: int, skills: str = "achievements") -> str:
+    """The turn that asks a design's environment again for the weak skills none of its environments serves
+    (llm.unserved "targets_first")."""
+    return render_template("unserved.txt", ("missing", "which"), missing=", ".join(missing), which=which,
+                           total=total, skills=skills).strip()
 
 
 def repair_prompt(problems: Sequence[str], n: int) -> str:

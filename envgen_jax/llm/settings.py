@@ -17,6 +17,7 @@ Advice = Literal["all", "duplicates", "none"]
 History = Literal["summary", "json"]
 Conversation = Literal["continued", "fresh"]
 Analysis = Literal["each_reply", "first_reply"]
+Unserved = Literal["accept", "targets_first"]
 BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
@@ -51,13 +52,13 @@ class LLMSettings(Declared):
     # settings do not serve (llm/targeting.py); "duplicates": only repeated or unchanged environments;
     # "none" (the default): every valid design is accepted as it is. Sent back, the 1.5B model mended 4 of 38
     # advised environments in two turns, and without those turns it targeted as often (69% vs 72%, p 0.83) and
-    # repeated no more, writing 603 fewer tokens a call (p < 0.01; README "The designer").
+    # repeated no more, writing 603 fewer tokens a call (p < 0.01; docs/designer.md).
     advice: Advice = "none"
     # Sampling temperature of repair turns (None: `temperature`), each turn with its own seed. At temperature 0 the
     # 1.5B offline model answered repair turns with its previous reply word for word; sampled at 0.7 its repeats of
     # the earlier design fell from 46% to 29% of environments (benchmarks/results/designer_quality.md).
     repair_temperature: float | None = bounded(0.7, minimum=0)
-    # How the designer is asked (README "The designer"; each measured in benchmarks/designer_quality.py and decided
+    # How the designer is asked (docs/designer.md; each measured in benchmarks/designer_quality.py and decided
     # by a rule set beforehand: an idea stays only if removing it lowers targeting, or raises repeats or tokens
     # written, with p < 0.05 over two requests per profile). None of these four met it, so each is off by default:
     # targets: each environment first names the achievements it trains (1 to 3, constrained to the game's names),
@@ -71,7 +72,7 @@ class LLMSettings(Declared):
     # conversation: "continued" keeps every cycle's prompt and accepted reply in one conversation (the paper's);
     # "fresh" asks each feedback call in a new one, the generation prompt then the feedback, with the earlier
     # designs shown only as `history` describes them: the model has no earlier reply to paste back (in the second
-    # study's envgen run every environment of cycles 3 and 4 repeated an earlier cycle's; README "The designer").
+    # study's envgen run every environment of cycles 3 and 4 repeated an earlier cycle's; docs/designer.md).
     conversation: Conversation = "continued"
     # only_changes: the reply's schema offers each setting's values except its default (a setting written is a
     # setting changed; the validator still accepts defaults from unconstrained endpoints).
@@ -79,13 +80,35 @@ class LLMSettings(Declared):
     # envs_per_reply: environments asked per reply (None: all in one, as the paper). The bundled run configs ask one
     # per reply: asked all at once, the 1.5B model wrote near-copies of its first environment and repair turns
     # returned the same reply; one per reply, each on its own branch with the ones written so far in words, its
-    # first-cycle environments all differed, with no repair (benchmarks/designer_quality.py; README "The designer").
+    # first-cycle environments all differed, with no repair (benchmarks/designer_quality.py; docs/designer.md).
     envs_per_reply: int | None = bounded(None, minimum=1)
     # analysis: with envs_per_reply, "first_reply" has the later replies of a design read the first one's analysis
     # of the feedback in their prompt and write environments only; "each_reply" has every reply write its own (only
     # the first is kept). first_reply wrote 276 fewer tokens a call (p 0.04) and targeted no worse (p 0.61) on two
-    # requests per profile, so it was adopted by the rule (README "The designer").
+    # requests per profile, so it was adopted by the rule (docs/designer.md).
     analysis: Analysis = "first_reply"
+    # distinct: every design distinct (issue 45): a valid reply holding an environment that repeats another of its
+    # design, or one of an earlier design of the run (every design this designer accepted, kept in its state, so
+    # also after a resume, and the `previous` a feedback call is given), is asked again on a fresh branch, the
+    # repeat named in words and the repeating reply not shown (the 1.5B model pasted an echoed reply back), with
+    # the next seed, within max_repairs; what still repeats after them is used, and kept in the transcript's
+    # "repeats_left" and report.json's adaptation. Equality is on the validated configurations, not their text.
+    # Off: repeats are accepted as before (advice "all"/"duplicates" still send them back as repair turns).
+    distinct: bool = True
+    # Ideas of issue 45 for skills the designer never serves, each off until measured (benchmarks/
+    # designer_quality.py's v3_weak_needs, v3_weak_levers, v3_targets_where_missing):
+    # weak_needs: the feedback turn lists, for the weakest quarter of the achievements only, what each needs (the
+    # game's prompts/needs.txt) and which achievements come just before it (the whole table, llm.needs, did not
+    # help on average).
+    weak_needs: bool = False
+    # weak_levers: with each of those, the settings that make it easier to learn (the game's targeting map,
+    # llm/targeting.py: e.g. Heist's collect_key_blue: key_distance near, a small maze, num_keys 1 to 3).
+    weak_levers: bool = False
+    # unserved: when a feedback design leaves a skill of the weakest quarter with no environment whose settings
+    # help it (its levers all missing), "targets_first" asks once more for one environment, in place of one whose
+    # weak skills another environment also serves, that names its targets first, from those unserved skills (the
+    # reply v2 wrote for every environment, here only where it is missing); "accept" leaves the design as it is.
+    unserved: Unserved = "accept"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")

@@ -1,4 +1,4 @@
-"""The methods a run compares (README "Methods and baselines"), one module each, behind one registry.
+"""The methods a run compares (docs/methods.md), one module each, behind one registry.
 
 A method is a subclass of `envgen_jax.methods.base.Method` in its own module; its defaults are the paper's loop
 (the bank: the original game in row 0, then the latest design's environments; each phase's slots on fixed rows).

@@ -7,10 +7,14 @@ Encoders (`kind`):
   Craftax-Classic's 7 x 9 cells x 21 one-hot channels): a small conv over the map (`map_channels`, 3x3, so weights
   are shared across cells instead of learnt position by position), flattened and joined with the rest of the vector
   (inventory, intrinsics, direction, light), then one shared Dense(`width`) embedding; then separate actor and
-  critic MLPs as in `mlp`.
+  critic MLPs as in `mlp`. `map_res_blocks` adds pre-activation residual blocks (LayerNorm, ReLU, 3x3 conv, twice)
+  at the last channel count: a deeper encoder that still sees the whole 7 x 9 view at full resolution.
 * `conv` (pixel observations [H, W, C]): a small IMPALA-style ResNet shared by both heads (per stack: Conv3x3,
   max-pool 3/2, `res_blocks` residual blocks), then Dense(`width`), then the two heads. The paper's agent used
-  channels (64, 128, 128) and a 256 bottleneck; the default here is the smaller (16, 32, 32).
+  channels (64, 128, 128) and a 256 bottleneck; the default here is the smaller (16, 32, 32). `conv_norm` builds
+  the paper's variant (Moon et al.'s AD repository, after VPT's ImpalaCNN): GroupNorm (one group) after each pool
+  and before each residual conv, LayerNorm before the bottleneck; `head_width` > 0 adds LayerNorm -> Dense(1024 in
+  the paper) -> ReLU between the bottleneck and the heads.
 
 `layer_norm` puts a LayerNorm before every hidden activation (the low-sample agents' torsos, low-sample-agents.md).
 Orthogonal init with scale sqrt(2) in the torso, 0.01 on the policy head and 1.0 on the value head.
@@ -71,6 +75,25 @@ def patches3x3(grid):
     return jnp.concatenate([padded[:, i:i + h, j:j + w] for i in range(3) for j in range(3)], axis=-1)
 
 
+def conv3x3(features: int):
+    """A 3x3 'SAME' convolution over [B, H, W, C] cells as patches + Dense (see MapEncoder)."""
+    dense = _dense(features, np.sqrt(2))
+    return lambda grid: dense(patches3x3(grid))
+
+
+class MapResidualBlock(nn.Module):
+    """x + conv(act(LN(conv(act(LN(x)))))): a pre-activation residual block over the map's cells."""
+
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, grid):
+        act = ACTIVATIONS[self.activation]
+        y = conv3x3(grid.shape[-1])(act(nn.LayerNorm()(grid)))
+        y = conv3x3(grid.shape[-1])(act(nn.LayerNorm()(y)))
+        return grid + y
+
+
 class MapEncoder(nn.Module):
     """3x3 convolutions over the local map at the start of a symbolic vector, joined with the vector's remaining
     features. Each convolution is written as patches + Dense: with parameters vmapped over seeds, nn.Conv becomes a
@@ -81,6 +104,7 @@ class MapEncoder(nn.Module):
     channels: Sequence[int] = (32, 32)
     activation: str = "relu"
     layer_norm: bool = False
+    res_blocks: int = 0
 
     @nn.compact
     def __call__(self, x):  # x: [B, D] with D >= prod(map_shape)
@@ -90,6 +114,8 @@ class MapEncoder(nn.Module):
         for ch in self.channels:
             grid = _dense(ch, np.sqrt(2))(patches3x3(grid))
             grid = act(nn.LayerNorm()(grid) if self.layer_norm else grid)
+        for _ in range(self.res_blocks):
+            grid = MapResidualBlock(self.activation)(grid)
         return jnp.concatenate([grid.reshape((grid.shape[0], -1)), x[:, cells:]], axis=-1)
 
 
@@ -105,17 +131,34 @@ class ResidualBlock(nn.Module):
         return x + y
 
 
+class NormResidualBlock(nn.Module):
+    """x + relu(conv(GN(relu(conv(GN(x)))))): the residual block of VPT's ImpalaCNN, as the AD repository uses it."""
+
+    channels: int
+
+    @nn.compact
+    def __call__(self, x):
+        y = x
+        for _ in range(2):
+            y = nn.GroupNorm(num_groups=1)(y)
+            y = nn.relu(nn.Conv(self.channels, (3, 3), kernel_init=orthogonal(np.sqrt(2)))(y))
+        return x + y
+
+
 class ImpalaEncoder(nn.Module):
     channels: Sequence[int] = (16, 32, 32)
     res_blocks: int = 2
+    norm: bool = False  # the paper's variant: GroupNorm after each pool and inside each residual block
 
     @nn.compact
     def __call__(self, x):
         for ch in self.channels:
             x = nn.Conv(ch, (3, 3), kernel_init=orthogonal(np.sqrt(2)))(x)
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            if self.norm:
+                x = nn.GroupNorm(num_groups=1)(x)
             for _ in range(self.res_blocks):
-                x = ResidualBlock(ch)(x)
+                x = NormResidualBlock(ch)(x) if self.norm else ResidualBlock(ch)(x)
         x = nn.relu(x)
         return x.reshape(x.shape[:-3] + (-1,))
 
@@ -132,6 +175,9 @@ class ActorCritic(nn.Module):
     layer_norm: bool = False
     map_shape: tuple[int, ...] | None = None  # "map": the env's local-map layout [H, W, C] at the vector's start
     map_channels: tuple[int, ...] = (32, 32)
+    map_res_blocks: int = 0  # "map": residual blocks after map_channels
+    conv_norm: bool = False  # "conv": the paper's GroupNorm/LayerNorm variant
+    head_width: int = 0  # "conv": a LayerNorm -> Dense(head_width) -> ReLU layer before the heads (0: none)
     recurrent: str = "none"  # "none" | "gru" | "lstm"
     memory_size: int = 256
 
@@ -143,11 +189,16 @@ class ActorCritic(nn.Module):
         if self.kind not in ("mlp", "map", "conv"):
             raise ValueError(f"unknown network kind {self.kind!r} (mlp | map | conv)")
         if self.kind == "conv":  # attribute names = parameter names, kept from the first release's checkpoints
-            self.ImpalaEncoder_0 = ImpalaEncoder(self.conv_channels, self.res_blocks)
+            self.ImpalaEncoder_0 = ImpalaEncoder(self.conv_channels, self.res_blocks, self.conv_norm)
             self.Dense_0 = _dense(self.width, np.sqrt(2))
+            if self.conv_norm:
+                self.bottleneck_norm = nn.LayerNorm()
+            if self.head_width:
+                self.head_norm = nn.LayerNorm()
+                self.head_dense = _dense(self.head_width, np.sqrt(2))
         elif self.kind == "map":
             self.encoder = MapEncoder(tuple(self.map_shape), tuple(self.map_channels), self.activation,
-                                      self.layer_norm)
+                                      self.layer_norm, self.map_res_blocks)
             self.embed = _dense(self.width, np.sqrt(2))
         elif self.recurrent != "none":
             self.embed = _dense(self.width, np.sqrt(2))  # the flat observation into the cell's input size
@@ -167,7 +218,9 @@ class ActorCritic(nn.Module):
         if obs.dtype == jnp.uint8:  # pixels (Crafter, Heist) travel as bytes: scale to [0, 1]
             x = x / 255.0
         if self.kind == "conv":
-            return nn.relu(self.Dense_0(self.ImpalaEncoder_0(x)))
+            x = self.ImpalaEncoder_0(x)
+            x = nn.relu(self.Dense_0(self.bottleneck_norm(x) if self.conv_norm else x))
+            return nn.relu(self.head_dense(self.head_norm(x))) if self.head_width else x
         x = x.reshape((x.shape[0], -1))
         if self.kind == "map":
             x = self.encoder(x)

@@ -97,6 +97,9 @@ class PPOConfig:
     """LayerNorm before every hidden activation (MLPs and the map conv)"""
     map_channels: tuple[int, ...] = (32, 32)
     """channels of the 'map' network's 3x3 convs over the local map"""
+    map_res_blocks: int = bounded(0, minimum=0)
+    """'map': pre-activation residual blocks (LayerNorm, ReLU, 3x3 conv, twice) after map_channels, at the last
+    channel count"""
     recurrent: Literal["none", "gru", "lstm"] = "none"
     """memory over the encoder's features: 'gru' or 'lstm' (each env slot's state is carried, reset at episode
     starts; PPO learns on whole env trajectories, num_minibatches must divide num_envs), or 'none'"""
@@ -110,6 +113,12 @@ class PPOConfig:
     """MLP activation (Craftax tanh)"""
     conv_channels: tuple[int, ...] = (16, 32, 32)
     """IMPALA channels for 'conv' (the paper's agent: 64, 128, 128)"""
+    conv_norm: bool = False
+    """'conv': the paper's normalised IMPALA network (GroupNorm after each pool and in each residual block,
+    LayerNorm before the bottleneck; Moon et al.'s AD repository)"""
+    head_width: int = bounded(0, minimum=0)
+    """'conv': a LayerNorm -> Dense(head_width) -> ReLU layer between the bottleneck and the heads (the paper's
+    agent: 1024; 0: none)"""
     num_seeds: int = bounded(1, minimum=1)
     """independent agents vmapped in one compiled run"""
     seed: int = 0
@@ -369,7 +378,8 @@ class Trainer:
                                    width=cfg.width, depth=cfg.depth, activation=cfg.activation,
                                    conv_channels=tuple(cfg.conv_channels), layer_norm=cfg.layer_norm,
                                    map_shape=None if map_shape is None else tuple(map_shape),
-                                   map_channels=tuple(cfg.map_channels), recurrent=cfg.recurrent,
+                                   map_channels=tuple(cfg.map_channels), map_res_blocks=cfg.map_res_blocks,
+                                   conv_norm=cfg.conv_norm, head_width=cfg.head_width, recurrent=cfg.recurrent,
                                    memory_size=cfg.memory_size)
         self.tx = self._optimizer(jnp.float32(cfg.lr))
         self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
