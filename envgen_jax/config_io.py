@@ -1,9 +1,10 @@
 """Typed run configurations: nested frozen dataclasses read from YAML, overridden with `--set a.b=value`.
 
-The one parser of the project's settings (run, PPO, schedule, evaluation, LLM, output): every key is checked
-against the dataclass fields (unknown keys are an error naming the path and the allowed keys), every value against
-the field's type (`Literal[...]` choices name the allowed values), and all problems are reported together in one
-ConfigError. Checks that involve several fields stay in the classes' `__post_init__`.
+The one parser of the project's settings (run, PPO, schedule, evaluation, LLM, output, a game's and a method's
+options): every key is checked against the dataclass fields (unknown keys are an error naming the path and the
+allowed keys), every value against the field's type, and all problems are reported together in one ConfigError.
+What each field allows (`Literal[...]` choices, `bounded` ranges) is declared with the field and checked when the
+object is made (`schema.declared_problems`, `schema.Declared`), so objects built in code are checked alike.
 
 Why our own rather than a library: OmegaConf's structured configs raise at the first invalid value, and tyro
 turns dataclasses into command-line flags rather than reading nested YAML with `a.b=v` overrides; a run
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from pathlib import Path
@@ -21,7 +23,8 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from envgen_jax.schema import ConfigError
+from envgen_jax.schema import (Bounds, ConfigError, bounded, choice_problems, choices,  # noqa: F401 -- the
+                               declared_problems)  # settings' declarations, read here and imported from here
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -48,6 +51,25 @@ class _StrictLoader(yaml.SafeLoader):
         super().flatten_mapping(node)
 
 
+# YAML 1.1 (PyYAML) reads a float only with a dot, so `3e-4` and `1e-5`, as researchers write learning rates and
+# epsilons, were strings; YAML 1.2 and Python read them as numbers, and so do we (`1.0e-4`, `8`, `.5` unchanged).
+_EXPONENT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT, list("-+0123456789."))
+
+
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's safe writer, reading numbers as `_StrictLoader` does: a string such as '1e5' is quoted, so it reads
+    back as a string."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT, list("-+0123456789."))
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text of plain data (keys in their order) that `parse_yaml` reads back as the same values."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
+
+
 def parse_yaml(text: str | bytes) -> Any:
     """YAML text (or UTF-8/16 bytes) to Python values; ValueError with the reason for anything that does not read.
 
@@ -62,76 +84,6 @@ def parse_yaml(text: str | bytes) -> Any:
         raise ValueError("nested too deeply") from None
     except Exception as e:  # noqa: BLE001 -- see above: any failure of the YAML reader is unreadable text
         raise ValueError(f"{type(e).__name__}: {e}") from None
-
-
-def _type_name(tp) -> str:
-    return getattr(tp, "__name__", str(tp))
-
-
-def choices(tp: Any) -> tuple:
-    """The allowed values of a `Literal[...]` type (also inside `X | None`)."""
-    if typing.get_origin(tp) is typing.Literal:
-        return typing.get_args(tp)
-    return tuple(c for arg in typing.get_args(tp) for c in choices(arg))
-
-
-@dataclasses.dataclass(frozen=True)
-class Bounds:
-    """The range of a numeric setting, declared with its field (`bounded`) and checked by `declared_problems`."""
-
-    low: float | None = None
-    low_open: bool = False
-    high: float | None = None
-    high_open: bool = False
-
-    def problem(self, path: str, value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None  # a value of the wrong type is reported by the parser, which leaves it out
-        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
-        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
-        if not (too_low or too_high):
-            return None
-        if self.high is not None and self.low is not None:
-            return (f"{path}: {value} is not in {'(' if self.low_open else '['}{self.low}, {self.high}"
-                    f"{')' if self.high_open else ']'}")
-        if self.high is not None:
-            return f"{path}: {value} is above the maximum {self.high}"
-        return f"{path}: {value} must be above {self.low}" if self.low_open else \
-            f"{path}: {value} is below the minimum {self.low}"
-
-
-def bounded(default: Any, *, minimum: float | None = None, above: float | None = None,
-            maximum: float | None = None, below: float | None = None) -> Any:
-    """A dataclass field with a declared range: `minimum`/`maximum` inclusive, `above`/`below` exclusive."""
-    bounds = Bounds(low=above if above is not None else minimum, low_open=above is not None,
-                    high=below if below is not None else maximum, high_open=below is not None)
-    return dataclasses.field(default=default, metadata={"bounds": bounds})
-
-
-def declared_problems(obj: Any, prefix: str) -> list[str]:
-    """Every declared check of dataclass `obj`: `Literal[...]` choices and `bounded` ranges, each problem named by
-    its path (`prefix` + field). The classes' `__post_init__` call it, so objects built in code are checked like
-    those read from YAML; checks that involve several fields stay there."""
-    out = choice_problems(obj, prefix)
-    for f in dataclasses.fields(obj):
-        bounds = f.metadata.get("bounds")
-        problem = bounds.problem(prefix + f.name, getattr(obj, f.name)) if bounds else None
-        if problem:
-            out.append(problem)
-    return out
-
-
-def choice_problems(obj: Any, prefix: str) -> list[str]:
-    """Fields of dataclass `obj` typed `Literal[...]` whose value is not one of the choices (for `__post_init__`:
-    objects built in code are checked like those read from YAML)."""
-    hints = typing.get_type_hints(type(obj))
-    out = []
-    for f in dataclasses.fields(obj):
-        allowed = choices(hints[f.name])
-        value = getattr(obj, f.name)
-        if allowed and value not in allowed and not (value is None and type(None) in typing.get_args(hints[f.name])):
-            out.append(f"{prefix}{f.name}: {value!r} is not one of {', '.join(map(repr, allowed))}")
-    return out
 
 
 def _coerce(value: Any, tp: Any, path: str, problems: list[str]) -> Any:

@@ -33,6 +33,20 @@ def _ms(values) -> tuple[float, float]:
 
 
 
+def evaluation_score(entry: dict, game) -> dict:
+    """An evaluation's (a loop state's `evals` entry) score under the game's own name: {"mean", "std", "per_seed"}.
+    A Crafter evaluation keeps the paper's name (crafter_score_mean, ...), another game's is score_mean, ...; an
+    older run scored every game with the Crafter formula, so another game's score is computed again from the
+    evaluation's success rates per seed."""
+    key = game.score_key
+    if f"{key}_mean" in entry:
+        return {"mean": entry[f"{key}_mean"], "std": entry[f"{key}_std"], "per_seed": entry[f"{key}_per_seed"]}
+    rates = np.array([[np.nan if r is None else r for r in seed] for seed in entry["success_per_seed"]], np.float64)
+    scores = game.score(rates)
+    mean, std = _ms(scores)
+    return {"mean": nan_to_none(mean), "std": nan_to_none(std), "per_seed": [nan_to_none(s) for s in scores]}
+
+
 def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
     """Per-seed and across-seed numbers from the scored phase's summed RowStats (leaves [S], [S, A])."""
     if scored is None:
@@ -56,10 +70,11 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
     }
 
 
-def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_seconds: float) -> dict:
+def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_seconds: float,
+                 method_entries: dict) -> dict:
     """Write report.json, report.md and the plots of a finished run from its data: the run configuration, the loop
-    state (`envgen_jax.run.loop.LoopState`), the achievement names, the steps of the scored phase and the wall time.
-    Returns the report dict."""
+    state (`envgen_jax.run.loop.LoopState`), the achievement names, the steps of the scored phase, the wall time and
+    the method's own entries (its `report_entries`, e.g. sfl's selections). Returns the report dict."""
     out, names, game = Path(out), list(names), games.get(cfg.env)
     summary = scored_summary(state.scored, names, cfg.env)
     final_eval = next((e for e in reversed(state.evals) if e.get("final")), None)
@@ -86,9 +101,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         report["sweep"] = sweep_summary(cfg, summary)
     if len(state.designs) > 1:
         report["adaptation"] = adaptation(state, names, game.config_cls, cfg.num_designers)
-    selections = state.method.get("selections")  # a method that chooses rows by learnability: each selection
-    if selections:
-        report["learnability_selections"] = [selection_summary(sel) for sel in selections]
+    report.update(method_entries)
     plots = plot_run(out, state, names, cfg.schedule.cycles)
     (out / "report.md").write_text(_markdown(report, names, plots))
     (out / "report.json").write_text(json.dumps(report, indent=2))
@@ -190,8 +203,9 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
         lines += ["", "## Evaluations in the original environment (the LLM's feedback)", "",
                   "| after cycle | env steps | episodes per seed | score % |", "|---|---|---|---|"]
         for e in r["cycle_evaluations"]:
+            score = evaluation_score(e, games.get(r["env"]))
             lines.append(f"| {e['cycle'] + 1} | {e['env_steps']:,} | {', '.join(map(str, e['episodes_per_seed']))} | "
-                         f"{_pm(e['crafter_score_mean'], e['crafter_score_std'])} |")
+                         f"{_pm(score['mean'], score['std'])} |")
     if r.get("adaptation"):
         lines += ["", "## How each design answered its feedback", "",
                   "Per cycle after the first: the bottom quarter of the achievements in the feedback, those some new "
@@ -238,25 +252,6 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
                          f"{', '.join(trained)} |")
     lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
-
-
-def selection_summary(sel: dict) -> dict:
-    """One learnability selection (the method state's `selections`) in brief: per seed, learnability quartiles over the
-    candidates measured, their mean p, the rows trained on and their weights, the original game's weight."""
-    learn, p, measured, w = (np.asarray(sel[k], np.float64) for k in ("learnability", "p", "measured", "weights"))
-    out = {"cycle": sel["cycle"], "env_steps": sel["env_steps"], "seconds": sel["seconds"],
-           "measured_per_seed": measured[:, 1:].sum(1).astype(int).tolist(),
-           "learnability_quartiles_per_seed": [], "mean_p_per_seed": [], "trained_rows_per_seed": [],
-           "trained_weights_per_seed": [], "original_weight_per_seed": w[:, 0].tolist()}
-    for s in range(learn.shape[0]):
-        got = measured[s, 1:].astype(bool)
-        out["learnability_quartiles_per_seed"].append(
-            np.quantile(learn[s, 1:][got], [0, .25, .5, .75, 1]).tolist() if got.any() else None)
-        out["mean_p_per_seed"].append(float(p[s, 1:][got].mean()) if got.any() else None)
-        rows = [int(r) for r in np.flatnonzero(w[s]) if r != 0]
-        out["trained_rows_per_seed"].append(rows)
-        out["trained_weights_per_seed"].append([float(w[s, r]) for r in rows])
-    return out
 
 
 def environment_learning(state, names) -> list[dict]:

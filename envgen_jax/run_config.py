@@ -14,11 +14,10 @@ import math
 from pathlib import Path
 from typing import Literal, Sequence
 
-from envgen_jax.config_io import apply_overrides, bounded, declared_problems, from_mapping, load_config_file, to_mapping
+from envgen_jax.config_io import apply_overrides, from_mapping, load_config_file, to_mapping
 from envgen_jax import games, methods
 from envgen_jax.llm.settings import LLMSettings
-from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.level_sampler import LevelSampler
+from envgen_jax.schema import ConfigError, Declared, bounded, declared_problems
 from envgen_jax.trainer.ppo import HYPERPARAMS, PPOConfig
 
 METHODS = methods.METHODS
@@ -26,7 +25,7 @@ ENVS = games.NAMES
 
 
 @dataclasses.dataclass(frozen=True)
-class ScheduleConfig:
+class ScheduleConfig(Declared):
     """EnvGen's schedule (paper Table 1: 4 cycles, 0.96M pretraining steps, 1M scored steps)."""
 
     cycles: int = bounded(4, minimum=0)
@@ -51,14 +50,11 @@ class ScheduleConfig:
     updates_per_chunk: int = bounded(8, minimum=1)
     """PPO updates per compiled chunk: the host (progress, checkpoints) acts between chunks"""
 
-    def __post_init__(self):
-        problems = declared_problems(self, "schedule.")
-        if problems:
-            raise ConfigError(problems, what="schedule")
+    PATH, WHAT = "schedule.", "schedule"
 
 
 @dataclasses.dataclass(frozen=True)
-class EvalConfig:
+class EvalConfig(Declared):
     """Evaluation in the original environment after every cycle (the LLM's feedback) and at the end."""
 
     num_envs: int = bounded(64, minimum=1)
@@ -70,14 +66,11 @@ class EvalConfig:
     mode: Literal["sample", "greedy"] = "sample"
     """'sample' (the stochastic policy, as trained) or 'greedy'"""
 
-    def __post_init__(self):
-        problems = declared_problems(self, "eval.")
-        if problems:
-            raise ConfigError(problems, what="eval")
+    PATH, WHAT = "eval.", "eval"
 
 
 @dataclasses.dataclass(frozen=True)
-class OutputConfig:
+class OutputConfig(Declared):
     checkpoint_minutes: float = bounded(5.0, minimum=0)
     """also checkpoint between chunks when this many minutes passed since the last checkpoint (0: after every chunk)"""
     keep_checkpoints: int = bounded(2, minimum=1)
@@ -89,50 +82,7 @@ class OutputConfig:
     progress: bool = True
     """progress bar on the terminal"""
 
-    def __post_init__(self):
-        problems = declared_problems(self, "output.")
-        if problems:
-            raise ConfigError(problems, what="output")
-
-
-@dataclasses.dataclass(frozen=True)
-class UEDConfig(LevelSampler):
-    """Level replay (`method: plr`) and learnability (`sfl`, `envgen_sfl`).
-
-    plr's settings are the trainer's `LevelSampler` fields (capacity, replay_prob, temperature, staleness_coef,
-    min_fill, score, robust; `trainer/level_sampler.py`), with jaxued's PLR examples' defaults
-    (examples/craftax/craftax_plr.py: replay probability 0.8; temperature 0.3, staleness 0.3, rank prioritisation,
-    minimum fill 0.5 in all its examples, as in minimax); jaxued's Craftax buffer holds 4000 levels, ours 256 rows
-    (a row is a configuration, not a world). They are checked here, with their YAML paths.
-    sfl's follow Kinetix's `configs/ued/sfl.yaml` in proportion (it samples 4096 levels, keeps the top 1024 by
-    learnability, refreshes every 128 updates, half of the envs on them): 64 sampled, 16 kept, every 128 updates,
-    `schedule.original_share` of the envs in the original game."""
-
-    refresh_share: float = bounded(0.25, minimum=0, maximum=1)
-    """when no new level is left, this share of the buffer (its lowest-scoring levels) is replaced by new random
-    configurations at the next chunk boundary (ours: jaxued instead replaces the lowest one by each better new one)"""
-    sfl_pool: int = bounded(64, minimum=1)
-    """sfl: random configurations whose learnability is measured at each selection (Kinetix 4096)"""
-    sfl_keep: int = bounded(16, minimum=1)
-    """sfl: the top ones by learnability trained on, evenly (Kinetix 1024 of 4096)"""
-    sfl_refresh_updates: int = bounded(128, minimum=1)
-    """sfl: PPO updates between selections, besides one at the start of each training phase (Kinetix 128)"""
-    llm_pool: int = bounded(16, minimum=1)
-    """envgen_sfl: environments the LLM writes per call; learnability picks `schedule.envs_per_call` of them"""
-    rollouts_per_level: int = bounded(2, minimum=1)
-    """learnability: episodes of the current policy per configuration (one evaluation over the whole pool)"""
-    rollout_steps: int = bounded(1024, minimum=1)
-    """learnability: step budget of that evaluation; episodes still running then are not counted"""
-    mastered_at: float = bounded(0.9, above=0, maximum=1)
-    """learnability: an achievement the agent unlocks at this rate in the original game (last evaluation) is
-    mastered, and left out of a configuration's success rate p"""
-
-    def __post_init__(self):
-        problems = declared_problems(self, "ued.")  # the LevelSampler fields' declared ranges included
-        if self.sfl_keep > self.sfl_pool:
-            problems.append(f"ued.sfl_keep: {self.sfl_keep} is more than ued.sfl_pool ({self.sfl_pool})")
-        if problems:
-            raise ConfigError(problems, what="ued")
+    PATH, WHAT = "output.", "output"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +134,9 @@ class RunConfig:
     eval: EvalConfig = EvalConfig()
     llm: LLMSettings = LLMSettings()
     output: OutputConfig = OutputConfig()
-    ued: UEDConfig = UEDConfig()
+    method_options: methods.MethodOptions = dataclasses.field(default_factory=lambda: methods.MethodOptions())
+    """each method's own settings, declared by the method (`Method.OPTIONS`): `method_options: {sfl: {pool: 64}}`;
+    older configurations' `ued:` section is read into it (`methods.upgrade_run_settings`)"""
     sweep: SweepConfig = SweepConfig()
 
     def __post_init__(self):
@@ -277,7 +229,8 @@ def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = (
     data = load_config_file(path) if path else {}
     problems: list[str] = []
     data = games.upgrade_run_settings(apply_overrides(data, overrides, problems), problems, overrides)  # heist_mode
+    data, moved = methods.upgrade_run_settings(data, problems, overrides)  # ued: -> method_options
     config = from_mapping(RunConfig, data, problems=problems)
     if problems:  # a wrong --set string is reported with the settings' problems
-        raise ConfigError(problems, what="run configuration")
+        raise ConfigError(methods.renamed(problems, moved), what="run configuration")
     return config

@@ -1,18 +1,27 @@
-"""Declarative settings schemas.
+"""Declarative settings: one way to declare a setting and one place that checks it.
 
-One description of every knob an environment designer may set serves four readers: the validator (strict, with
-field paths), the config dataclass (typed defaults), the LLM prompt (a readable list of settings) and the JSON Schema
-sent to structured-output endpoints. Keeping them in one place means they cannot drift apart.
+Every settings class is a frozen dataclass whose fields declare their own limits: a `Literal[...]` type names the
+allowed values, `bounded(...)` a numeric range, `setting(...)` (the designer-facing knobs of a game's environment
+configuration) its section, choices, range and meaning. `declared_problems` checks the first two for every class
+(the run configuration's sections, the LLM settings, a game's options, a method's options: subclasses of
+`Declared`, checked on construction), and `Setting.check` the designer's, with the same `Bounds`. The YAML parser
+(`config_io`) checks each value's type on the way in.
 
-A config class is a frozen dataclass whose fields are declared with `setting(...)`; `SchemaConfig` gives it
-`from_dict`, `to_dict`, `original()` and `schema()`.
+One description of every designer knob serves four readers: the validator (strict, with field paths), the config
+dataclass (typed defaults), the LLM prompt (a readable list of settings) and the JSON Schema sent to
+structured-output endpoints. Keeping them in one place means they cannot drift apart. Such a config class is a
+frozen dataclass whose fields are declared with `setting(...)`; `SchemaConfig` gives it `from_dict`, `to_dict`,
+`original()` and `schema()`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import re
+import types
+import typing
 from typing import Any, ClassVar, Mapping, Sequence
 
 
@@ -29,6 +38,108 @@ class ConfigError(ValueError):
 def normalise_word(value: str) -> str:
     """'Very_Common', 'very-common' and ' very  common ' all read as 'very common'."""
     return re.sub(r"\s+", " ", re.sub(r"[_\-]", " ", value)).strip().lower()
+
+
+def choices(tp: Any) -> tuple:
+    """The allowed values of a `Literal[...]` type (also inside `X | None`)."""
+    if typing.get_origin(tp) is typing.Literal:
+        return typing.get_args(tp)
+    return tuple(c for arg in typing.get_args(tp) for c in choices(arg))
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """The range of a numeric setting, declared with its field (`bounded`, `setting`) and checked by
+    `declared_problems` and `Setting.check`."""
+
+    low: float | None = None
+    low_open: bool = False
+    high: float | None = None
+    high_open: bool = False
+
+    def problem(self, path: str, value: Any, interval: bool = True) -> str | None:
+        """The problem with a number, or None; `interval`: a range bounded on both sides is named whole
+        ("is not in [0, 1]") rather than by the side crossed ("is above the maximum 1")."""
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if not (too_low or too_high):
+            return None
+        if interval and self.high is not None and self.low is not None:
+            return (f"{path}: {value} is not in {'(' if self.low_open else '['}{self.low}, {self.high}"
+                    f"{')' if self.high_open else ']'}")
+        if too_high:
+            return f"{path}: {value} must be below {self.high}" if self.high_open else \
+                f"{path}: {value} is above the maximum {self.high}"
+        return f"{path}: {value} must be above {self.low}" if self.low_open else \
+            f"{path}: {value} is below the minimum {self.low}"
+
+
+def bounded(default: Any, *, minimum: float | None = None, above: float | None = None,
+            maximum: float | None = None, below: float | None = None) -> Any:
+    """A dataclass field with a declared range: `minimum`/`maximum` inclusive, `above`/`below` exclusive (none: a
+    number of the field's type, or null where the type allows it)."""
+    bounds = Bounds(low=above if above is not None else minimum, low_open=above is not None,
+                    high=below if below is not None else maximum, high_open=below is not None)
+    return dataclasses.field(default=default, metadata={"bounds": bounds})
+
+
+def _number_problem(path: str, value: Any, tp: Any) -> str | None:
+    """A bounded field's value of the wrong type (an object built in code; the parser refuses them on the way in)."""
+    optional = typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)
+    if value is None and optional:
+        return None
+    whole = int in (typing.get_args(tp) if optional else (tp,))
+    ok = isinstance(value, numbers.Integral if whole else numbers.Real) and not isinstance(value, bool)
+    if ok and not (isinstance(value, float) and math.isnan(value)):
+        return None
+    return f"{path}: expected {'an integer' if whole else 'a number'}{' or null' if optional else ''}, got {value!r}"
+
+
+def declared_problems(obj: Any, prefix: str) -> list[str]:
+    """Every declared check of dataclass `obj`: `Literal[...]` choices and `bounded` ranges (and types), each
+    problem named by its path (`prefix` + field). `Declared` runs them on construction, so objects built in code are
+    checked like those read from YAML; checks that involve several fields are the class's own."""
+    out = choice_problems(obj, prefix)
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):
+        bounds, value = f.metadata.get("bounds"), getattr(obj, f.name)
+        if bounds is None:
+            continue
+        problem = _number_problem(prefix + f.name, value, hints[f.name])
+        if problem is None and value is not None:
+            problem = bounds.problem(prefix + f.name, value)
+        if problem:
+            out.append(problem)
+    return out
+
+
+def choice_problems(obj: Any, prefix: str) -> list[str]:
+    """Fields of dataclass `obj` typed `Literal[...]` whose value is not one of the choices."""
+    hints = typing.get_type_hints(type(obj))
+    out = []
+    for f in dataclasses.fields(obj):
+        allowed = choices(hints[f.name])
+        value = getattr(obj, f.name)
+        if allowed and value not in allowed and not (value is None and type(None) in typing.get_args(hints[f.name])):
+            out.append(f"{prefix}{f.name}: {value!r} is not one of {', '.join(map(repr, allowed))}")
+    return out
+
+
+class Declared:
+    """Base of a frozen settings dataclass whose declared checks run when it is made (from YAML or in code): every
+    problem of `declared_problems`, and those of `more_problems` (checks involving several fields), named by path
+    under `PATH` (e.g. "schedule."), raised together in one ConfigError."""
+
+    PATH: ClassVar[str] = ""
+    WHAT: ClassVar[str] = "settings"
+
+    def __post_init__(self):
+        problems = declared_problems(self, self.PATH) + self.more_problems()
+        if problems:
+            raise ConfigError(problems, what=self.WHAT)
+
+    def more_problems(self) -> list[str]:
+        return []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,11 +188,8 @@ class Setting:
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
             return None, f"{where}: {value!r} is not a whole number; expected {self.allowed()}"
         number = int(value)
-        if number < self.minimum:
-            return None, f"{where}: {number} is below the minimum {self.minimum}"
-        if number > self.maximum:
-            return None, f"{where}: {number} is above the maximum {self.maximum}"
-        return number, None
+        problem = Bounds(low=self.minimum, high=self.maximum).problem(where, number, interval=False)
+        return (None, problem) if problem else (number, None)
 
     def describe(self) -> str:
         return f"{self.path}: {self.allowed()} (default {self.format(self.default)}). {self.doc}"

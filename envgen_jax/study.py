@@ -30,17 +30,17 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import yaml
 from scipy.stats import bootstrap, ttest_ind
 
-from envgen_jax.config_io import from_mapping
+from envgen_jax.config_io import dump_yaml, from_mapping, parse_yaml
 from envgen_jax.methods import get as get_method
 from envgen_jax.run.loop import EnvGenRun, latest_checkpoint
 from envgen_jax.run.plan import build_plan
 from envgen_jax.run.provenance import environment
-from envgen_jax.report import PAPER_TABLE1, environment_learning_markdown
+from envgen_jax.report import PAPER_TABLE1, environment_learning_markdown, evaluation_score
 from envgen_jax.run_config import METHODS, RunConfig, load_run_config
 from envgen_jax import games
+from envgen_jax import methods as methods_registry
 from envgen_jax.run.log import Prefixed
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import _quiet_nan
@@ -207,8 +207,12 @@ def resolve(config: str | Path, methods: Sequence[str], seeds: int | None = None
 
 def load_settings(path: Path) -> StudySettings:
     """A saved study.yaml, its run configuration re-read through the current code (new settings get defaults)."""
-    data = yaml.safe_load(path.read_text())
+    data = parse_yaml(path.read_bytes())
     run = games.upgrade_run_settings(data["run"])  # a study saved before games had options: heist_mode
+    problems: list[str] = []
+    run, moved = methods_registry.upgrade_run_settings(run, problems)  # ... or methods their settings: ued
+    if problems:
+        raise ConfigError(methods_registry.renamed(problems, moved), what=f"study settings in {path}")
     cfg = from_mapping(RunConfig, {**run, "method": data["methods"][0]})
     return StudySettings(tuple(data["methods"]), _shared(cfg), data.get("config", ""),
                          tuple(data.get("overrides", ())))
@@ -217,7 +221,7 @@ def load_settings(path: Path) -> StudySettings:
 def save_settings(settings: StudySettings, path: Path) -> None:
     path.write_text("# The study's resolved settings (envgen-jax study): every method runs `run` with its own "
                     "`method`.\n# Rerunning the study needs the same settings; it may add methods.\n"
-                    + yaml.safe_dump(settings.to_dict(), sort_keys=False))
+                    + dump_yaml(settings.to_dict()))
 
 
 def _differences(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
@@ -345,7 +349,7 @@ def method_summary(run_dir: Path, report: dict | None, reference: dict | None, e
     entry: dict = {"status": status, "error": error, "sessions": _read_lines(run_dir / "sessions.jsonl")}
     if report is None:
         return entry
-    chunks = _read_lines(run_dir / "metrics.jsonl")
+    chunks, game = _read_lines(run_dir / "metrics.jsonl"), games.get(report["env"])
     evals = [*report["cycle_evaluations"], *([report["final_evaluation"]] if report["final_evaluation"] else [])]
     entry.update({
         "seeds": report["seeds"], "env_steps": report["env_steps"], "scored_env_steps": report["scored_env_steps"],
@@ -361,9 +365,8 @@ def method_summary(run_dir: Path, report: dict | None, reference: dict | None, e
         "achievements": report["achievements"], "achievements_std": report["achievements_std"],
         "evaluations": [{"after": "final" if e.get("final") else f"cycle {e['cycle'] + 1}",
                          "env_steps": e["env_steps"], "episodes_per_seed": e["episodes_per_seed"],
-                         "score_mean": e["crafter_score_mean"], "score_std": e["crafter_score_std"],
-                         "score_per_seed": e["crafter_score_per_seed"], "success_mean": e["success_mean"]}
-                        for e in evals],
+                         **{f"score_{k}": v for k, v in evaluation_score(e, game).items()},
+                         "success_mean": e["success_mean"]} for e in evals],
         "environment_learning": report.get("environment_learning", []),
         "adaptation": adaptation_summary(report.get("adaptation")),
         "llm_calls": report["llm_calls"], "llm_seconds": report.get("llm_seconds"),

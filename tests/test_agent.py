@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from envgen_jax import games
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer import probes
 from envgen_jax.trainer.checkpoint import save_checkpoint
@@ -103,7 +104,8 @@ def test_recurrent_evaluation_carries_memory(memory_trainer):
     trainer, bank, rows = memory_trainer
     ts = trainer.init(bank, rows)
     ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=150)
-    report = make_evaluator(trainer, 8, 2, 50).evaluate(ts.params, bank, np.zeros(8, np.int32), key=1)
+    evaluator = make_evaluator(trainer, 8, 2, 50, game=games.get("crafter"))
+    report = evaluator.evaluate(ts.params, bank, np.zeros(8, np.int32), key=1)
     assert report.episodes.tolist() == [16, 16]
     assert np.all(report.success[:, 0] > 0.85)
 

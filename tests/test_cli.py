@@ -58,6 +58,30 @@ def test_bad_input_exits_1_with_the_reason(tmp_path, capsys):
     assert "already holds a run; use --resume" in _stderr_message(capsys)
 
 
+def test_numbers_as_researchers_write_them_are_numbers(tmp_path, capsys):
+    # YAML 1.1 reads an exponent without a dot ('3e-4') as text; a run configuration reads it as a number, in a file
+    # and in --set alike, and text that is no number is still refused by name.
+    from envgen_jax.config_io import dump_yaml, load_yaml
+    from envgen_jax.run_config import load_run_config
+    cfg = load_run_config(SMOKE, ["ppo.lr=3e-4", "ppo.adam_eps=1e-5", "sweep.gamma=[0.9, 99e-2]"])
+    assert (cfg.ppo.lr, cfg.ppo.adam_eps, cfg.sweep.gamma) == (3e-4, 1e-5, (0.9, 0.99))
+    assert isinstance(cfg.ppo.lr, float) and isinstance(cfg.ppo.adam_eps, float)
+    path = tmp_path / "run.yaml"
+    path.write_text(f"extends: {SMOKE}\nppo:\n  lr: 3e-4\n  adam_eps: 1E-5\nschedule:\n  final_steps: 2e3\n"
+                    "sweep:\n  lr: [1e-4, +3e-4]\n")
+    cfg = load_run_config(path)
+    assert (cfg.ppo.lr, cfg.ppo.adam_eps, cfg.sweep.lr) == (3e-4, 1e-5, (1e-4, 3e-4))
+    assert cfg.schedule.final_steps == 2000 and isinstance(cfg.schedule.final_steps, int)
+    assert main(["train", "--config", str(path), "--set", "ppo.lr=3e-4x", "--dry-run"]) == 1
+    assert "  - ppo.lr: expected a number, got '3e-4x'" in _stderr_message(capsys)
+    with pytest.raises(ConfigError, match="ppo.adam_eps: expected a number, got 'tiny'"):
+        load_run_config(path, ["ppo.adam_eps=tiny"])
+    # Text that reads as a number is written quoted, so a saved setting reads back as the text it was.
+    saved = tmp_path / "saved.yaml"
+    saved.write_text(dump_yaml({"llm": {"model": "1e5"}, "ppo": {"lr": 3e-4}}))
+    assert load_yaml(saved) == {"llm": {"model": "1e5"}, "ppo": {"lr": 3e-4}}
+
+
 @pytest.mark.parametrize("argv, reason", [
     (["trian"], "argument COMMAND: invalid choice: 'trian'"),
     (["train", "--config", SMOKE, "--bogus"], "unrecognized arguments: --bogus"),

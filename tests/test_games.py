@@ -3,6 +3,7 @@ new game registered from a test; the games' options in a run configuration, old 
 included; and no import cycle between the registry, the games' packages and the designer (llm/)."""
 
 import ast
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ from envgen_jax.llm.prompts import feedback_prompt, generation_prompt
 from envgen_jax.llm.testing import ScriptedClient, auto_reply
 from envgen_jax.methods.base import Method
 from envgen_jax.run_config import RunConfig, load_run_config
-from envgen_jax.schema import ConfigError
+from envgen_jax.schema import ConfigError, Declared, bounded
 from tests import golden
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,14 +208,25 @@ def test_a_new_game_is_one_package_and_one_registry_line(toy, tmp_path, capsys):
     assert "game_options.size: 'huge' is not one of 'small', 'large'" in capsys.readouterr().err
 
 
-# A method from outside the package (docs/adding-a-method.md): its own design step and the one registry line.
+# A method from outside the package (docs/adding-a-method.md): its own design step, its own settings and the one
+# registry line.
+@dataclasses.dataclass(frozen=True)
+class CoinRoomsOptions(Declared):
+    most_coins: int = bounded(5, minimum=1)
+    """the most coins a room holds"""
+
+    PATH, WHAT = "method_options.coin_rooms.", "coin_rooms options"
+
+
 class CoinRooms(Method):
     """Every cycle, rooms without lava and with more coins than the cycle before (no LLM)."""
     NAME = "coin_rooms"
+    OPTIONS = CoinRoomsOptions  # `method_options.coin_rooms` in a run configuration
 
     @staticmethod
     def design(ctx):
-        configs = [ctx.config_cls(coins=min(5, ctx.cycle + 1 + i), lava=False) for i in range(ctx.n)]
+        most = CoinRooms.options(ctx.cfg).most_coins
+        configs = [ctx.config_cls(coins=min(most, ctx.cycle + 1 + i), lava=False) for i in range(ctx.n)]
         return [{"configs": [c.to_dict() for c in configs], "purposes": ["coins, no lava"] * ctx.n}
                 for _ in range(ctx.num_designers)]
 
@@ -232,6 +244,14 @@ def test_a_new_game_and_a_new_method_train(toy, tmp_path, monkeypatch):
 
     monkeypatch.setitem(methods.REGISTRY, "coin_rooms", CoinRooms)  # the one line (methods.register does the same)
     assert "coin_rooms" in methods.METHODS
+    # its settings in a run configuration, checked like every setting
+    few = load_run_config(None, ["method=coin_rooms", "method_options.coin_rooms.most_coins=2"])
+    assert few.method_options.coin_rooms.most_coins == 2 and few.method_options.sfl.pool == 64
+    with pytest.raises(ConfigError) as err:
+        load_run_config(None, ["method=coin_rooms", "method_options.coin_rooms.most_coins=0",
+                               "method_options.coin_rooms.lava=1"])
+    assert set(err.value.problems) == {"method_options.coin_rooms.most_coins: 0 is below the minimum 1",
+                                       "method_options.coin_rooms.lava: unknown setting; allowed: most_coins"}
     plain = auto_reply(toy.config_cls)
 
     def with_targets(request):  # what the designer writes with llm.targets: the skills each environment trains

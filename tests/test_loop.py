@@ -159,7 +159,7 @@ def test_scripted_runs_through_the_loop_on_its_own_feedback(tmp_path):
     feedback = {name: (100 * (first_eval["success_mean"][name] or 0.0), 100 * (first_eval["success_std"][name] or 0.0))
                 for name in first_eval["success_mean"]}
     second = json.loads((tmp_path / "environments" / "cycle_2.json").read_text())["environments"]
-    expected = scripted.targets("crafter", feedback, len(second), cfg.ued.mastered_at)
+    expected = scripted.targets("crafter", feedback, len(second), cfg.method_options.scripted.mastered_at)
     assert [e["targets"] for e in second] == [[target] for target, _ in expected]
     first = json.loads((tmp_path / "environments" / "cycle_1.json").read_text())["environments"]
     assert [e["targets"] for e in first] == [[t] for t in scripted.tech_tree_order("crafter")[:len(first)]]

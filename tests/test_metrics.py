@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from flax import struct
 
+from envgen_jax import games
 from envgen_jax.trainer import probes
 from envgen_jax.trainer.evaluate import make_evaluator, report_from_stats
 from envgen_jax.trainer.metrics import (RowStats, crafter_score, mean_or_nan, pool_rows, pool_seeds,
@@ -98,7 +99,7 @@ def bandit_eval():
     bank = probes.make_bank([1.0, 1.0], shifts=[0, 1])
     rows = jnp.zeros(8, jnp.int32)
     ts = trainer.init(bank, rows)
-    ev = make_evaluator(trainer, num_envs=16, episodes_per_env=5, max_steps=40)
+    ev = make_evaluator(trainer, num_envs=16, episodes_per_env=5, max_steps=40, game=games.get("crafter"))
     return trainer, ts, bank, ev
 
 
@@ -109,7 +110,7 @@ def test_evaluator_counts_n_episodes_per_env(bandit_eval):
     stats = to_host(stats)
     np.testing.assert_array_equal(stats.episodes, [[50, 30], [50, 30]])  # exactly 5 per env, split by row
     np.testing.assert_array_equal(np.asarray(steps), [5, 5])  # one-step episodes: stops early, after 5 steps
-    rep = report_from_stats(stats, trainer.achievement_names)
+    rep = report_from_stats(stats, trainer.achievement_names, game=games.get("crafter"))
     assert rep.episodes.tolist() == [80, 80]
     # uniform over 4 actions: "correct" about 25%, across seeds
     assert 0.1 < rep.success_mean["correct"] < 0.45
@@ -130,7 +131,10 @@ def test_evaluator_reports_none_when_no_episode_finished():
     bank = probes.make_bank([1.0])
     rows = jnp.zeros(4, jnp.int32)
     ts = trainer.init(bank, rows)
-    rep = make_evaluator(trainer, num_envs=4, episodes_per_env=1, max_steps=10).evaluate(ts.params, bank, rows)
+    with pytest.raises(ValueError, match="made without its game"):  # no game, no score: never Crafter's by default
+        make_evaluator(trainer, num_envs=4, episodes_per_env=1, max_steps=10).evaluate(ts.params, bank, rows)
+    rep = make_evaluator(trainer, num_envs=4, episodes_per_env=1, max_steps=10,
+                         game=games.get("crafter")).evaluate(ts.params, bank, rows)
     d = rep.to_dict()
     assert d["episodes_per_seed"] == [0]
     assert d["return_mean"] is None and d["crafter_score_mean"] is None

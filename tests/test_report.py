@@ -84,3 +84,21 @@ def test_adaptation_names_the_weakest_skills_each_design_serves_and_its_repeats(
     (brief,) = adaptation_summary([entry])["per_cycle"]
     assert brief == {"cycle": 1, "targeted_share": 0.5, "repeated_share": 0.5, "new_settings": 2,
                      "dropped_settings": 1, "same_design": False}
+
+
+def test_an_evaluation_is_scored_by_its_game_also_from_an_older_run():
+    from envgen_jax import games
+    from envgen_jax.report import evaluation_score
+    crafter, heist = games.get("crafter"), games.get("heist")
+    # Crafter keeps the paper's key names; another game's evaluation has its own score under plain names.
+    assert evaluation_score({"crafter_score_mean": 3.0, "crafter_score_std": 1.0, "crafter_score_per_seed": [2.0, 4.0]},
+                            crafter) == {"mean": 3.0, "std": 1.0, "per_seed": [2.0, 4.0]}
+    assert evaluation_score({"score_mean": 5.0, "score_std": 0.0, "score_per_seed": [5.0]}, heist)["mean"] == 5.0
+    # An older run scored Heist's evaluations with the Crafter formula: its score is computed again, per seed,
+    # from the success rates (a subtask no level offered, None, left out rather than making the score undefined).
+    old = {"crafter_score_mean": None, "crafter_score_std": None, "crafter_score_per_seed": [None, None],
+           "success_per_seed": [[0.5, None, 0.25], [1.0, 0.0, None]]}
+    got = evaluation_score(old, heist)
+    expected = [subtask_score(np.array([0.5, np.nan, 0.25])), subtask_score(np.array([1.0, 0.0, np.nan]))]
+    assert got["per_seed"] == pytest.approx(expected)
+    assert (got["mean"], got["std"]) == pytest.approx((np.mean(expected), np.std(expected)))

@@ -64,11 +64,12 @@ def test_mastered_achievements_are_skipped_and_the_rest_cycled():
     own = _map("crafter").own_levers
     means = {a: 95.0 for a in own} | {"collect_wood": 90.0, "wake_up": 40.0, "collect_coal": 89.9}
     [design] = _design(CrafterConfig, [_feedback(CrafterConfig, means)], n=5)
-    # 90 % (ued.mastered_at) is mastered; the two unmastered ones repeat, weakest first
+    # 90 % (method_options.scripted.mastered_at) is mastered; the two unmastered ones repeat, weakest first
     assert _targets(design) == ["wake_up", "collect_coal", "wake_up", "collect_coal", "wake_up"]
     assert design["configs"][0] == design["configs"][2]
     # a stricter threshold from the run configuration
-    [strict] = _design(CrafterConfig, [_feedback(CrafterConfig, means)], n=3, cfg=_cfg("ued.mastered_at=0.96"))
+    stricter = _cfg("method_options.scripted.mastered_at=0.96")
+    [strict] = _design(CrafterConfig, [_feedback(CrafterConfig, means)], n=3, cfg=stricter)
     assert _targets(strict)[0] == "wake_up" and "collect_wood" in _targets(strict)
     # everything mastered: the weakest still come first
     [done] = _design(CrafterConfig, [_feedback(CrafterConfig, {"eat_cow": 91.0}, default=99.0)], n=2)

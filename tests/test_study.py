@@ -209,3 +209,27 @@ def test_the_study_config_reruns_the_designer_the_second_study_ran():
     now = dataclasses.asdict(load_run_config(ROOT / "configs" / "study_cpu.yaml").llm)
     assert {key: now[key] for key in saved} == saved
     assert now["analysis"] == "each_reply"
+
+
+def test_a_heist_study_reports_heists_score(tmp_path):
+    # Evaluations and the comparison score Heist with Heist's own score (subtasks never offered left out), never the
+    # Crafter formula, which is undefined (None) whenever a level offers no lock of some colour.
+    from envgen_jax import games
+    from envgen_jax.trainer.metrics import subtask_score
+    out = tmp_path / "heist"
+    heist = ["game_options.mode=easy", "observation=symbolic", "ppo.network=mlp", "schedule.original_env_steps=0"]
+    assert main(["study", "--config", str(ROOT / "configs" / "heist_envgen.yaml"), "--methods", "ppo", "--seeds", "2",
+                 "--out", str(out), *sum([["--set", s] for s in TINY + heist], [])]) == 0
+    report = json.loads((out / "ppo" / "report.json").read_text())
+    evals = [*report["cycle_evaluations"], report["final_evaluation"]]
+    summary = json.loads((out / "study.json").read_text())["methods"]["ppo"]["evaluations"]
+    for e, row in zip(evals, summary, strict=True):
+        assert "crafter_score_mean" not in e
+        rates = np.array([[np.nan if r is None else r for r in seed] for seed in e["success_per_seed"]])
+        expected = subtask_score(rates)
+        assert row["score_per_seed"] == e["score_per_seed"]
+        assert [np.nan if v is None else v for v in e["score_per_seed"]] == pytest.approx(expected, nan_ok=True)
+        assert row["score_mean"] == e["score_mean"]
+    md = (out / "study.md").read_text()
+    assert f"## Evaluations in the original game ({games.get('heist').score_name} %" in md
+    assert "Heist score (ours" in (out / "ppo" / "report.md").read_text()

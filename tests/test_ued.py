@@ -195,7 +195,8 @@ PLR_TINY = [
     "method=plr", "seeds=2", "schedule.cycles=1", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
     "schedule.final_steps=256", "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16",
     "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4",
-    "eval.max_steps=120", "output.progress=false", "ued.capacity=4", "output.checkpoint_minutes=0",
+    "eval.max_steps=120", "output.progress=false", "method_options.plr.capacity=4",
+    "output.checkpoint_minutes=0",
     "output.keep_checkpoints=100",
 ]
 
@@ -268,10 +269,11 @@ def test_ued_settings_parse_and_the_study_accepts_plr():
     from envgen_jax import study
     from envgen_jax.run_config import load_run_config
     from envgen_jax.schema import ConfigError
-    cfg = load_run_config(ROOT / "configs" / "crafter_plr.yaml", ["ued.replay_prob=0.5"])
-    assert cfg.ued.replay_prob == 0.5 and cfg.bank_rows == cfg.ued.capacity == 256
-    with pytest.raises(ConfigError, match="ued.replay_prob"):
-        load_run_config(ROOT / "configs" / "crafter_plr.yaml", ["ued.replay_prob=1.5"])
+    cfg = load_run_config(ROOT / "configs" / "crafter_plr.yaml", ["method_options.plr.replay_prob=0.5"])
+    options = cfg.method_options.plr
+    assert options.replay_prob == 0.5 and cfg.bank_rows == options.capacity == 256
+    with pytest.raises(ConfigError, match=r"method_options.plr.replay_prob: 1.5 is not in \[0, 1\]"):
+        load_run_config(ROOT / "configs" / "crafter_plr.yaml", ["method_options.plr.replay_prob=1.5"])
     settings = study.resolve(ROOT / "configs" / "crafter_envgen.yaml", ["ppo", "plr"])
     assert settings.run_config("plr").method == "plr"
 
@@ -284,8 +286,8 @@ def test_learnability_picks_the_learnable_row():
     trainer = make_trainer(probes.SkillEnv(), TINY)
     ts = trainer.init(SKILL_BANK, jnp.arange(N) % 4)
     evaluator = make_evaluator(trainer, num_envs=64, episodes_per_env=2, max_steps=4)
-    report = evaluator.evaluate(ts.params, SKILL_BANK, jnp.arange(64) % 4, key=3)
-    learn = sfl.learnability(report.stats, mastered=np.zeros((1, 1), bool))
+    stats, _ = evaluator.run(ts.params, SKILL_BANK, jnp.arange(64) % 4, key=3)  # counts only: no game, no score
+    learn = sfl.learnability(to_host(stats), mastered=np.zeros((1, 1), bool))
     # Row 0 succeeds about 1/4 of the time (an untrained policy), row 1 and 3 always, row 2 never.
     assert learn[0, 0] > 0.1 and learn[0, 1] == learn[0, 2] == learn[0, 3] == 0.0
     w = sfl.training_weights(np.array([[0.0, 0.2, 0.1, 0.25]]), k=2, original_share=0.5)
@@ -325,8 +327,9 @@ SFL_TINY = [
     "schedule.final_steps=256", "schedule.updates_per_chunk=1", "schedule.llm_episode_length=64", "ppo.num_envs=8",
     "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1",
     "eval.num_envs=4", "eval.max_steps=120", "output.progress=false", "output.checkpoint_minutes=0",
-    "output.keep_checkpoints=100", "ued.sfl_pool=4", "ued.sfl_keep=2", "ued.sfl_refresh_updates=2",
-    "ued.rollouts_per_level=1", "ued.rollout_steps=64",
+    "output.keep_checkpoints=100", "method_options.sfl.pool=4", "method_options.sfl.keep=2",
+    "method_options.sfl.refresh_updates=2", "method_options.sfl.rollouts_per_level=1",
+    "method_options.sfl.rollout_steps=64",
 ]
 
 
@@ -353,7 +356,7 @@ def test_sfl_run_selects_and_records(sfl_loop):
     lines = _metrics(out)
     phases = [line["phase"] for line in lines]
     assert phases == ["sfl"] * 4 + ["final"] * 2  # 512 steps of 128 per update, then the final 256
-    # a selection at the phase's start and after 2 updates (ued.sfl_refresh_updates), recorded with the next chunk
+    # a selection at the phase's start and after 2 updates (method_options.sfl.refresh_updates), recorded with the next chunk
     selections = [line.get("selection") for line in lines]
     assert [s is not None for s in selections] == [True, False, True, False, False, False]
     for sel in filter(None, selections):
@@ -384,9 +387,11 @@ def test_sfl_resumes_to_the_same_report(sfl_loop, tmp_path):
     _assert_resume_after(sfl_loop[0], tmp_path, checkpoints=3)
 
 
-ENVGEN_SFL_TINY = [x for x in SFL_TINY if not x.startswith(("method=", "ued.sfl", "schedule.cycles"))] + [
+SFL_ONLY = ("method=", "method_options.sfl.pool", "method_options.sfl.keep", "method_options.sfl.refresh",
+            "schedule.cycles")
+ENVGEN_SFL_TINY = [x.replace(".sfl.", ".envgen_sfl.") for x in SFL_TINY if not x.startswith(SFL_ONLY)] + [
     "method=envgen_sfl", "schedule.cycles=2", "schedule.llm_env_steps=1024",  # 128 per slot, 64-step episodes
-    "schedule.envs_per_call=2", "ued.llm_pool=4", "llm.backend=openai", "llm.model=fake"]
+    "schedule.envs_per_call=2", "method_options.envgen_sfl.pool=4", "llm.backend=openai", "llm.model=fake"]
 
 
 def run_envgen_sfl(out):
@@ -453,9 +458,44 @@ def test_sfl_settings_are_checked():
     cfg = load_run_config(ROOT / "configs" / "crafter_sfl.yaml")
     assert cfg.method == "sfl" and cfg.bank_rows == 65
     assert load_run_config(ROOT / "configs" / "crafter_envgen_sfl.yaml").bank_rows == 17
-    with pytest.raises(ConfigError, match="ued.sfl_keep: 70 is more than ued.sfl_pool"):
-        load_run_config(ROOT / "configs" / "crafter_sfl.yaml", ["ued.sfl_keep=70"])
-    with pytest.raises(ConfigError, match="schedule.envs_per_call: envgen_sfl trains in 8"):
-        load_run_config(ROOT / "configs" / "crafter_envgen_sfl.yaml", ["schedule.envs_per_call=8", "ued.llm_pool=4"])
+    with pytest.raises(ConfigError, match=r"sfl.keep: 70 is more than method_options.sfl.pool \(64\)"):
+        load_run_config(ROOT / "configs" / "crafter_sfl.yaml", ["method_options.sfl.keep=70"])
+    with pytest.raises(ConfigError, match="schedule.envs_per_call: envgen_sfl trains in 8 of the LLM's "
+                                          "method_options.envgen_sfl.pool = 4 environments"):
+        load_run_config(ROOT / "configs" / "crafter_envgen_sfl.yaml",
+                        ["schedule.envs_per_call=8", "method_options.envgen_sfl.pool=4"])
     settings = study.resolve(ROOT / "configs" / "study_cpu.yaml", ["ppo", "sfl", "envgen_sfl"])
     assert settings.run_config("envgen_sfl").method == "envgen_sfl"
+
+
+def test_method_settings_written_under_ued_still_load_into_the_methods_options(tmp_path):
+    # Before methods declared their own settings they were `ued:` keys: an old file, an old --set and an old run's
+    # config.yaml still load, each value moved to every method that declares it, problems named by the key written.
+    from envgen_jax.config_io import dump_yaml
+    from envgen_jax.run_config import load_run_config
+    from envgen_jax.schema import ConfigError
+    old = tmp_path / "old.yaml"
+    old.write_text("method: sfl\nued:\n  sfl_pool: 8\n  sfl_keep: 4\n  llm_pool: 6\n  mastered_at: 0.8\n"
+                   "  capacity: 32\n")
+    cfg = load_run_config(old)
+    o = cfg.method_options
+    assert (o.sfl.pool, o.sfl.keep, o.envgen_sfl.pool, o.plr.capacity) == (8, 4, 6, 32)
+    assert o.sfl.mastered_at == o.envgen_sfl.mastered_at == o.scripted.mastered_at == 0.8
+    assert cfg.bank_rows == 9
+    new = tmp_path / "new.yaml"
+    new.write_text(dump_yaml(cfg.to_dict()))
+    assert "ued" not in cfg.to_dict() and load_run_config(new) == cfg
+    # A --set of an old key goes over the file's new one, as any --set goes over the file.
+    assert load_run_config(ROOT / "configs" / "crafter_sfl.yaml", ["ued.sfl_pool=32"]).method_options.sfl.pool == 32
+    with pytest.raises(ConfigError) as err:
+        load_run_config(old, ["ued.sfl_keep=70", "ued.refresh=1"])
+    assert "ued.sfl_keep: 70 is more than ued.sfl_pool (8)" in err.value.problems
+    assert any(p.startswith("ued.refresh: unknown setting; allowed: capacity,") for p in err.value.problems)
+    both = tmp_path / "both.yaml"  # one setting given both ways in one place: which one is meant is unclear
+    both.write_text("ued: {sfl_pool: 8}\nmethod_options: {sfl: {pool: 9}}\n")
+    with pytest.raises(ConfigError, match="ued.sfl_pool: 8 differs from method_options.sfl.pool = 9; ued.sfl_pool "
+                                          "is the old name of method_options.sfl.pool, give only one"):
+        load_run_config(both)
+    golden = load_run_config(ROOT / "tests" / "data" / "golden" / "old_sfl_run" / "config.yaml")
+    assert (golden.method_options.sfl.pool, golden.method_options.sfl.keep, golden.method_options.sfl.rollout_steps) \
+        == (4, 2, 64)

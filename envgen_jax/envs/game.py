@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
-from envgen_jax.schema import ConfigError
+from envgen_jax.schema import ConfigError, Declared
 
 if TYPE_CHECKING:  # jax and the LLM package stay out of import time
     import numpy as np
@@ -32,10 +32,12 @@ class ConfigurableEnv(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
-class GameOptions:
+class GameOptions(Declared):
     """A game's own run settings (`game_options:` in a run configuration). A game with options declares a frozen
-    subclass whose fields are the options, typed and documented like the run configuration's (a `Literal[...]`
-    field names its allowed values); a game without any uses this class itself."""
+    subclass whose fields are the options, declared like the run configuration's (a `Literal[...]` field names its
+    allowed values, `schema.bounded` a range) and checked when made; a game without any uses this class itself."""
+
+    PATH, WHAT = "game_options.", "game options"
 
 
 class Game:
@@ -61,6 +63,11 @@ class Game:
     def score(self, rates) -> np.ndarray:
         """Success rates [S, A] -> the game's score [S]."""
         raise NotImplementedError
+
+    @property
+    def score_key(self) -> str:
+        """The name of its score in evaluation records (`crafter_score_mean`, ...): the paper's for Crafter."""
+        return "crafter_score" if self.score_is_crafter else "score"
 
     def render(self, configs: Sequence[Any], path, seed: int = 0, options: GameOptions | None = None) -> Path:
         """Draw level `seed` of each configuration into one PNG at `path`; returns the path written."""

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Mapping, get_args
 
-from envgen_jax.config_io import choice_problems, from_mapping, load_yaml
+from envgen_jax.config_io import from_mapping, load_yaml
 from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OFFLINE_MODELS
-from envgen_jax.schema import ConfigError
+from envgen_jax.schema import Declared, bounded
 
 Backend = Literal["auto", "openai", "local", "replay"]
 OutputMode = Literal["auto", "json_schema", "json_object", "text"]
@@ -22,7 +22,7 @@ BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_ar
 
 
 @dataclasses.dataclass(frozen=True)
-class LLMSettings:
+class LLMSettings(Declared):
     """Settings of the LLM designer.
 
     backend: "openai" (any OpenAI-compatible endpoint), "local" (serve an offline model on a loopback port),
@@ -36,16 +36,16 @@ class LLMSettings:
     model: str | None = None
     base_url: str | None = None       # None: OPENAI_BASE_URL, else the openai package's default (api.openai.com)
     api_key: str | None = None        # None: OPENAI_API_KEY; a placeholder for keyless servers given a base URL
-    temperature: float = 0.0
-    seed: int | None = None           # sampling seed sent with every request (matters when temperature > 0)
-    max_tokens: int = 2048
+    temperature: float = bounded(0.0, minimum=0)
+    seed: int | None = bounded(None)  # sampling seed sent with every request (matters when temperature > 0)
+    max_tokens: int = bounded(2048, minimum=1)
     # Per HTTP request; None: 120 s for an endpoint, 900 s for the local server (the offline 1.5B model writes a
     # 1,200-token design in about 2 minutes on an idle 2-core CPU, several times that on a busy one).
-    timeout_s: float | None = None
-    max_retries: int = 4              # extra tries after a time-out, refused connection, HTTP 429 or 5xx
-    backoff_s: float = 1.0            # first wait; doubles on every retry
-    backoff_max_s: float = 30.0
-    max_repairs: int = 2              # follow-up "fix these problems" turns after an invalid reply
+    timeout_s: float | None = bounded(None, above=0)
+    max_retries: int = bounded(4, minimum=0)     # extra tries after a time-out, refused connection, HTTP 429 or 5xx
+    backoff_s: float = bounded(1.0, minimum=0)   # first wait; doubles on every retry
+    backoff_max_s: float = bounded(30.0, minimum=0)
+    max_repairs: int = bounded(2, minimum=0)     # follow-up "fix these problems" turns after an invalid reply
     # Valid but wasteful designs sent back for repair, up to max_repairs turns (used as they are if the repairs do
     # not mend them):
     # "all": repeated or unchanged environments, repeats of any earlier design, and targets or purposes their
@@ -57,7 +57,7 @@ class LLMSettings:
     # Sampling temperature of repair turns (None: `temperature`), each turn with its own seed. At temperature 0 the
     # 1.5B offline model answered repair turns with its previous reply word for word; sampled at 0.7 its repeats of
     # the earlier design fell from 46% to 29% of environments (benchmarks/results/designer_quality.md).
-    repair_temperature: float | None = 0.7
+    repair_temperature: float | None = bounded(0.7, minimum=0)
     # How the designer is asked (docs/designer.md; each measured in benchmarks/designer_quality.py and decided
     # by a rule set beforehand: an idea stays only if removing it lowers targeting, or raises repeats or tokens
     # written, with p < 0.05 over two requests per profile). None of these four met it, so each is off by default:
@@ -81,7 +81,7 @@ class LLMSettings:
     # per reply: asked all at once, the 1.5B model wrote near-copies of its first environment and repair turns
     # returned the same reply; one per reply, each on its own branch with the ones written so far in words, its
     # first-cycle environments all differed, with no repair (benchmarks/designer_quality.py; docs/designer.md).
-    envs_per_reply: int | None = None
+    envs_per_reply: int | None = bounded(None, minimum=1)
     # analysis: with envs_per_reply, "first_reply" has the later replies of a design read the first one's analysis
     # of the feedback in their prompt and write environments only; "each_reply" has every reply write its own (only
     # the first is kept). first_reply wrote 276 fewer tokens a call (p 0.04) and targeted no worse (p 0.61) on two
@@ -116,46 +116,20 @@ class LLMSettings:
     gguf_path: str | None = None      # a GGUF file to serve instead of the offline model named by `model`
     # Context the server is started with; None: the model's own (llm/models.py). A run keeps one conversation:
     # 4 calls of ~2k prompt and ~1.2k reply tokens plus repair turns outgrow 8,192 by the fourth call.
-    n_ctx: int | None = None
-    n_threads: int = 2
-    startup_timeout_s: float = 120.0  # loading the model (the 1.5B takes seconds; more on a busy machine)
+    n_ctx: int | None = bounded(None, minimum=1)
+    n_threads: int = bounded(2, minimum=1)
+    startup_timeout_s: float = bounded(120.0, minimum=0)  # loading the model (the 1.5B takes seconds; more when busy)
     prompt_cache: bool = True         # later calls reuse the server's cache of the conversation so far
 
-    def __post_init__(self):
-        problems = self.problems()
-        if problems:
-            raise ConfigError(problems, what="LLM settings")
+    PATH, WHAT = "llm.", "LLM settings"
 
-    def problems(self) -> list[str]:
-        out = choice_problems(self, "llm.")
-        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
-            out.append(f"llm.seed: expected an integer or null, got {self.seed!r}")
+    def more_problems(self) -> list[str]:
+        out = []
         if self.backend == "local" and self.model and not self.gguf_path and self.model not in OFFLINE_MODELS:
             out.append(f"llm.model: {self.model!r} is not an offline model; the local backend serves one of "
                        f"{', '.join(OFFLINE_MODELS)} (or llm.gguf_path)")
         if self.backend == "replay" and not self.replay_path:
             out.append("llm.replay_path: the replay backend needs the transcript to replay")
-        for name in ("max_tokens", "n_ctx", "n_threads"):
-            if name == "n_ctx" and self.n_ctx is None:
-                continue
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                out.append(f"llm.{name}: expected a positive integer, got {getattr(self, name)!r}")
-        if self.envs_per_reply is not None and (isinstance(self.envs_per_reply, bool) or not isinstance(
-                self.envs_per_reply, int) or self.envs_per_reply < 1):
-            out.append(f"llm.envs_per_reply: expected a positive integer or null, got {self.envs_per_reply!r}")
-        for name in ("max_retries", "max_repairs"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                out.append(f"llm.{name}: expected an integer >= 0, got {getattr(self, name)!r}")
-        if self.repair_temperature is not None and (isinstance(self.repair_temperature, bool) or not isinstance(
-                self.repair_temperature, (int, float)) or self.repair_temperature < 0):
-            out.append(f"llm.repair_temperature: expected a number >= 0 or null, got {self.repair_temperature!r}")
-        if self.timeout_s is not None and (isinstance(self.timeout_s, bool) or not isinstance(
-                self.timeout_s, (int, float)) or not self.timeout_s > 0):
-            out.append(f"llm.timeout_s: expected a number > 0 or null, got {self.timeout_s!r}")
-        for name in ("temperature", "backoff_s", "backoff_max_s", "startup_timeout_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                out.append(f"llm.{name}: expected a number >= 0, got {value!r}")
         return out
 
     @property

@@ -16,6 +16,9 @@ Class level (functions of the run configuration; the plan, the dry run and RunCo
     WHERE, sampled_rows(cfg, where) the `where` of the training phases whose rows the method chooses itself, and
                                     how many rows it draws from there (the dry run)
     config_problems(cfg)            the method's own checks of the run configuration
+    OPTIONS, options(cfg)           its own settings, `method_options.<NAME>` (a frozen `schema.Declared` dataclass
+                                    declaring defaults, bounds and choices, as a game declares its options)
+    report_entries(state)           its entries in report.json, from its saved state (sfl's selections)
 
 One run (the loop makes `cls(run, trainer)` with its `run_view.RunView` and PPO trainer):
 
@@ -34,6 +37,9 @@ may); the driver (`envgen_jax.run.loop`) does not change.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Mapping, Sequence
+
 from envgen_jax.methods.adversarial import Adversarial
 from envgen_jax.methods.base import Method
 from envgen_jax.methods.easy_to_hard import EasyToHard
@@ -45,6 +51,7 @@ from envgen_jax.methods.ppo import PPO
 from envgen_jax.methods.random import Random
 from envgen_jax.methods.scripted import Scripted
 from envgen_jax.methods.sfl import SFL
+from envgen_jax.schema import Declared
 
 REGISTRY: dict[str, type[Method]] = {
     "envgen": EnvGen,
@@ -61,11 +68,91 @@ REGISTRY: dict[str, type[Method]] = {
 METHODS = REGISTRY.keys()  # a live view: a method registered later is known everywhere (run config, study, CLI)
 
 
+_options_classes: dict[tuple, type] = {}
+
+
+def options_class() -> type:
+    """The run configuration's `method_options` section: a subsection per registered method that declares OPTIONS
+    (made once for each set of them, so a method registered later is read like the others)."""
+    declared = tuple((name, cls.OPTIONS) for name, cls in REGISTRY.items() if cls.OPTIONS is not None)
+    if declared not in _options_classes:
+        fields = [(name, options, dataclasses.field(default_factory=options)) for name, options in declared]
+        _options_classes[declared] = dataclasses.make_dataclass(
+            "MethodOptions", fields, bases=(Declared,), frozen=True,
+            namespace={"PATH": "method_options.", "WHAT": "method options", "__module__": __name__})
+    return _options_classes[declared]
+
+
+def __getattr__(name: str):
+    if name == "MethodOptions":  # RunConfig's `method_options` type: the registry's of the moment
+        return options_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def register(name: str, cls: type[Method]) -> None:
     """Add (or replace) a method: `cls` is a Method subclass whose NAME is `name`."""
     if not (isinstance(cls, type) and issubclass(cls, Method)) or cls.NAME != name:
         raise TypeError(f"a method must be a Method subclass with NAME {name!r}, got {cls!r}")
     REGISTRY[name] = cls
+
+
+def upgrade_run_settings(data: Mapping, problems: list[str], overrides: Sequence[str] = ()) -> tuple[dict, dict]:
+    """A run configuration mapping whose `ued:` section (written before methods declared their own settings) is
+    moved to `method_options`: each old key goes to every method whose OPTIONS.LEGACY names it (`ued.mastered_at`
+    to sfl, envgen_sfl and scripted), so no value given is dropped. Where `method_options` gives the same setting
+    another value, the one set by a --set (`overrides`, already applied to `data`) wins over the file's; given both
+    ways in the same place, it is a problem. Returns (the mapping, {new path: old path}), the second for naming
+    problems by the key the user wrote (`renamed`)."""
+    data = dict(data)
+    old = data.pop("ued", None)
+    if old is None:
+        return data, {}
+    if not isinstance(old, Mapping):
+        problems.append(f"ued: expected a mapping of settings, got {old!r}")
+        return data, {}
+    targets: dict[str, list[tuple[str, str]]] = {}
+    for name, cls in REGISTRY.items():
+        for key, field in getattr(cls.OPTIONS, "LEGACY", {}).items():
+            targets.setdefault(key, []).append((name, field))
+    options = data.get("method_options")
+    if options is not None and not isinstance(options, Mapping):
+        return data, {}  # reported when method_options is read
+    options = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (options or {}).items()}
+    set_by_override = {item.partition("=")[0].strip() for item in overrides}
+    renames = {}
+    for key, value in old.items():
+        if key not in targets:
+            problems.append(f"ued.{key}: unknown setting; allowed: {', '.join(targets)}")
+            continue
+        for method, field in targets[key]:
+            if options.get(method) is None:  # an empty section is no value
+                options[method] = {}
+            section, path = options[method], f"method_options.{method}.{field}"
+            if not isinstance(section, Mapping):
+                continue  # reported when method_options is read
+            if field in section and section[field] != value:
+                old_set = bool({"ued", f"ued.{key}"} & set_by_override)
+                new_set = bool({"method_options", f"method_options.{method}", path} & set_by_override)
+                if old_set == new_set:
+                    problems.append(f"ued.{key}: {value!r} differs from {path} = {section[field]!r}; ued.{key} is "
+                                    f"the old name of {path}, give only one")
+                if new_set or old_set == new_set:
+                    continue
+            section[field] = value
+            renames[path] = f"ued.{key}"
+    data["method_options"] = options
+    return data, renames
+
+
+def renamed(problems: list[str], renames: Mapping[str, str]) -> list[str]:
+    """Problems naming the settings moved from `ued:` by the key the user wrote, each once."""
+    out = []
+    for problem in problems:
+        for new in sorted(renames, key=len, reverse=True):
+            problem = problem.replace(new, renames[new])
+        if problem not in out:
+            out.append(problem)
+    return out
 
 
 def get(name: str) -> type[Method]:

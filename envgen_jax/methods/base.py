@@ -87,6 +87,14 @@ class Method:
     NAME: str = ""
     USES_LLM: bool = False
     WHERE: str | None = None  # the `where` of the training phases whose rows the method chooses, if any
+    # The method's own settings, `method_options.<NAME>` in a run configuration: a frozen `schema.Declared`
+    # dataclass whose fields declare their defaults, bounds and choices (as a game declares its options), or None.
+    OPTIONS: type | None = None
+
+    @classmethod
+    def options(cls, cfg):
+        """This method's settings in run configuration `cfg` (`method_options.<NAME>`)."""
+        return getattr(cfg.method_options, cls.NAME)
 
     # ---------------------------------------------------------------------------------------- class level
     # The phases of cycle c (design, train, ...), before the cycle's evaluation: by default the paper's cycle.
@@ -169,6 +177,11 @@ class Method:
 
     def after_phase(self, ts, phase: Phase) -> None:
         """A training phase ended (or was already done when a run resumed)."""
+
+    @classmethod
+    def report_entries(cls, state: dict) -> dict:
+        """Entries of the run's report.json from the method's saved state (`state_dict()`), e.g. sfl's selections."""
+        return {}
 
     def designer_notes(self) -> list | None:
         """Per designer, notes on its previous environments for the next design step (DesignContext), or None."""

@@ -1,8 +1,9 @@
 """EnvGen with learnability (ours): the LLM writes a larger pool, learnability picks what to train on, and tells it.
 
 Each cycle, as EnvGen: the design step, training in the designed environments, training in the original game, an
-evaluation there. The difference: each LLM call asks for `ued.llm_pool` environments (not `schedule.envs_per_call`);
-before training in them, the current policy runs `ued.rollouts_per_level` episodes in each (one jitted evaluation),
+evaluation there. The difference: each LLM call asks for `pool` environments (its options, `method_options.envgen_sfl`;
+not `schedule.envs_per_call`); before training in them, the current policy runs `rollouts_per_level` episodes in each
+(one jitted evaluation),
 and each seed trains on its `schedule.envs_per_call` most learnable ones (p (1 - p), `trainer.learnability`), each
 episode's environment drawn with probability in proportion to its learnability. The next call's feedback adds, per
 environment of the pool, its measured success rate on the skills still to learn, whether that made it learnable,
@@ -11,15 +12,30 @@ too easy or too hard, and whether the agent trained in it.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import numpy as np
 
-from envgen_jax.methods.selection import LearnabilitySelection
+from envgen_jax.methods.selection import LearnabilityOptions, LearnabilitySelection
+from envgen_jax.schema import bounded
 from envgen_jax.trainer import learnability
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvGenSFLOptions(LearnabilityOptions):
+    """envgen_sfl's settings: the LLM's pool per call, and how learnability is measured."""
+
+    pool: int = bounded(16, minimum=1)
+    """environments the LLM writes per call; learnability picks `schedule.envs_per_call` of them"""
+
+    PATH, WHAT = "method_options.envgen_sfl.", "envgen_sfl options"
+    LEGACY: ClassVar[dict[str, str]] = {"llm_pool": "pool", **LearnabilityOptions.LEGACY}
 
 
 def candidate_rows(cfg) -> np.ndarray:
     """i32[S, P]: each seed's designer's environments (pooled feedback: one designer for every seed)."""
-    pool = cfg.ued.llm_pool
+    pool = EnvGenSFL.options(cfg).pool
     designer = np.arange(cfg.num_agents) if cfg.num_designers > 1 else np.zeros(cfg.num_agents, np.int64)
     return (1 + designer[:, None] * pool + np.arange(pool)[None, :]).astype(np.int32)
 
@@ -50,10 +66,11 @@ class EnvGenSFL(LearnabilitySelection):
     NAME = "envgen_sfl"
     USES_LLM = True
     WHERE = "llm"  # learnability chooses the rows of the LLM-environment phases
+    OPTIONS = EnvGenSFLOptions
 
     @staticmethod
     def design(ctx):
-        n = ctx.cfg.ued.llm_pool
+        n = EnvGenSFL.options(ctx.cfg).pool
         notes = ctx.learnability_notes or [None] * ctx.num_designers
         designers = iter(range(ctx.num_designers))
 
@@ -64,18 +81,19 @@ class EnvGenSFL(LearnabilitySelection):
 
     @staticmethod
     def bank_rows(cfg) -> int:
-        return 1 + cfg.ued.llm_pool * cfg.num_designers
+        return 1 + EnvGenSFL.options(cfg).pool * cfg.num_designers
 
     @staticmethod
     def bank_use(cfg) -> str:
-        return (f"row 0 the original game, then {cfg.ued.llm_pool} per designer for the LLM's pool; each seed trains "
-                f"on its {cfg.schedule.envs_per_call} most learnable")
+        return (f"row 0 the original game, then {EnvGenSFL.options(cfg).pool} per designer for the LLM's pool; each "
+                f"seed trains on its {cfg.schedule.envs_per_call} most learnable")
 
     @staticmethod
     def config_problems(cfg) -> list[str]:
-        if cfg.schedule.envs_per_call > cfg.ued.llm_pool:
+        pool = EnvGenSFL.options(cfg).pool
+        if cfg.schedule.envs_per_call > pool:
             return [f"schedule.envs_per_call: envgen_sfl trains in {cfg.schedule.envs_per_call} of the LLM's "
-                    f"ued.llm_pool = {cfg.ued.llm_pool} environments; it cannot be more"]
+                    f"{EnvGenSFLOptions.PATH}pool = {pool} environments; it cannot be more"]
         return []
 
     @staticmethod

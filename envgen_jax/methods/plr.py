@@ -1,12 +1,13 @@
 """Robust PLR (Jiang et al. 2021) over a buffer of random configurations, inside the compiled loop.
 
-The bank is the buffer: `ued.capacity` rows, each a configuration drawn uniformly from the schema's space
-(`methods.random.random_config`). Inside every compiled chunk each episode's row is drawn from the level sampler
-(`trainer.level_sampler`: unseen rows are new levels; seen ones are replayed by rank and staleness), the PPO update
-scores the rows it ran, and robust PLR takes gradients only from replayed rows. Between chunks (host) the buffer is
-refreshed: once no new level is left, its lowest-scoring `ued.refresh_share` is replaced by new random
-configurations (same shapes: nothing recompiles). The buffer's configurations are shared by the seeds (one bank);
-each seed has its own scores and samples on its own; eviction ranks rows by their mean score over seeds.
+The bank is the buffer: `capacity` rows (its options, `method_options.plr`: `PLROptions`), each a configuration
+drawn uniformly from the schema's space (`methods.random.random_config`). Inside every compiled chunk each episode's
+row is drawn from the level sampler (`trainer.level_sampler`: unseen rows are new levels; seen ones are replayed by
+rank and staleness), the PPO update scores the rows it ran, and robust PLR takes gradients only from replayed rows.
+Between chunks (host) the buffer is refreshed: once no new level is left, its lowest-scoring `refresh_share` is
+replaced by new random configurations (same shapes: nothing recompiles). The buffer's configurations are shared by
+the seeds (one bank); each seed has its own scores and samples on its own; eviction ranks rows by their mean score
+over seeds.
 
 A level here is a configuration from which every reset draws a fresh world; in jaxued it is one world (an EnvState).
 """
@@ -14,14 +15,33 @@ A level here is a configuration from which every reset draws a fresh world; in j
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import jax
 import numpy as np
 
 from envgen_jax.methods.base import Method, Phase
 from envgen_jax.methods.random import random_configs
+from envgen_jax.schema import Declared, bounded
 from envgen_jax.trainer import level_sampler as ls
 from envgen_jax.trainer.replay import REPLAY
+
+
+@dataclasses.dataclass(frozen=True)
+class PLROptions(ls.LevelSampler, Declared):
+    """plr's settings: the trainer's `LevelSampler` fields (capacity, replay_prob, temperature, staleness_coef,
+    min_fill, score, robust; `trainer/level_sampler.py`), with jaxued's PLR examples' defaults
+    (examples/craftax/craftax_plr.py: replay probability 0.8; temperature 0.3, staleness 0.3, rank prioritisation,
+    minimum fill 0.5 in all its examples, as in minimax); jaxued's Craftax buffer holds 4000 levels, ours 256 rows
+    (a row is a configuration, not a world)."""
+
+    refresh_share: float = bounded(0.25, minimum=0, maximum=1)
+    """when no new level is left, this share of the buffer (its lowest-scoring levels) is replaced by new random
+    configurations at the next chunk boundary (ours: jaxued instead replaces the lowest one by each better new one)"""
+
+    PATH, WHAT = "method_options.plr.", "plr options"
+    LEGACY: ClassVar[dict[str, str]] = {f.name: f.name for f in [*dataclasses.fields(ls.LevelSampler)]} | {
+        "refresh_share": "refresh_share"}
 
 
 def rows_to_refresh(cfg, sampler) -> np.ndarray:
@@ -29,7 +49,7 @@ def rows_to_refresh(cfg, sampler) -> np.ndarray:
     seen = np.asarray(sampler.seen)
     if not seen.all():
         return np.zeros(0, np.int32)
-    k = max(1, int(round(cfg.ued.refresh_share * seen.shape[1])))
+    k = max(1, int(round(PLR.options(cfg).refresh_share * seen.shape[1])))
     mean_score = np.asarray(sampler.score).mean(axis=0)
     return np.argsort(mean_score, kind="stable")[:k].astype(np.int32)
 
@@ -57,6 +77,7 @@ class PLR(Method):
     NAME = "plr"
     USES_LLM = False
     WHERE = "plr"  # the training phases' `where`: rows drawn by the level sampler
+    OPTIONS = PLROptions
 
     @staticmethod
     def cycle_phases(cfg, c):
@@ -64,7 +85,7 @@ class PLR(Method):
 
     @staticmethod
     def bank_rows(cfg) -> int:
-        return cfg.ued.capacity
+        return PLR.options(cfg).capacity
 
     @staticmethod
     def bank_use(cfg) -> str:
@@ -72,9 +93,9 @@ class PLR(Method):
 
     @staticmethod
     def level_sampler(cfg) -> ls.LevelSampler:
-        """The trainer's static PLR settings: the `ued:` fields a LevelSampler has (cfg.ued is one, with more
-        fields)."""
-        return ls.LevelSampler(**{f.name: getattr(cfg.ued, f.name) for f in dataclasses.fields(ls.LevelSampler)})
+        """The trainer's static PLR settings: the options a LevelSampler has (PLROptions is one, with more fields)."""
+        options = PLR.options(cfg)
+        return ls.LevelSampler(**{f.name: getattr(options, f.name) for f in dataclasses.fields(ls.LevelSampler)})
 
     @classmethod
     def sampled_rows(cls, cfg, where):

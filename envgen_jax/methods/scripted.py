@@ -15,9 +15,10 @@ The rules (deterministic: no random number is drawn, so the same feedback always
 2. Cycle 1 (no feedback): the weakest skills are unknown, so every achievement counts as equally weak and the
    targets are taken in the tech-tree order, earliest first.
 3. Later cycles: achievements are ranked by mean success in the previous evaluation, lowest first, ties in the
-   tech-tree order (a NaN mean counts as 0 %; achievements missing from the feedback or from the lever table are
-   not ranked). Mastered ones are dropped: mean >= 100 * `ued.mastered_at` % (90 % by default, the threshold the
-   learnability methods use). If every achievement is mastered, all of them are ranked (the weakest still first).
+   tech-tree order (a NaN mean counts as 0 %; achievements missing from the feedback or from the lever table are not
+   ranked). Mastered ones are dropped: mean >= 100 * `mastered_at` % (its option, `method_options.scripted`; 90 % by
+   default, the threshold the learnability methods use). If every achievement is mastered, all of them are ranked
+   (the weakest still first).
 4. One environment per target, weakest first, up to `n`; with fewer targets than `n` the list is cycled through
    again from the weakest, so the weakest get a second (identical) environment first (a larger share of the LLM
    phase's slots) -- no other variant is invented.
@@ -42,15 +43,27 @@ The rules (deterministic: no random number is drawn, so the same feedback always
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from typing import ClassVar
 
 from envgen_jax import games
 from envgen_jax.llm import targeting
 from envgen_jax.methods.base import Method
-from envgen_jax.schema import ConfigError
+from envgen_jax.schema import ConfigError, Declared, bounded
 
-MASTERED_AT = 0.9  # used when the run configuration has no `ued.mastered_at` (a hand-built context)
+MASTERED_AT = 0.9  # the default of `method_options.scripted.mastered_at`
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptedOptions(Declared):
+    mastered_at: float = bounded(MASTERED_AT, above=0, maximum=1)
+    """an achievement whose mean success in the last evaluation is at least this rate is mastered, and targeted
+    only once every achievement is"""
+
+    PATH, WHAT = "method_options.scripted.", "scripted options"
+    LEGACY: ClassVar[dict[str, str]] = {"mastered_at": "mastered_at"}  # `ued.mastered_at` in older configurations
 
 
 # ----------------------------------------------------------------------------------------------- which targets
@@ -180,10 +193,11 @@ def design_one(config_cls, feedback: dict | None, n: int, mastered_at: float = M
 class Scripted(Method):
     NAME = "scripted"
     USES_LLM = False
+    OPTIONS = ScriptedOptions
 
     @staticmethod
     def design(ctx):
-        mastered_at = getattr(getattr(ctx.cfg, "ued", None), "mastered_at", MASTERED_AT)
+        mastered_at = Scripted.options(ctx.cfg).mastered_at
         feedback = ctx.feedback or [None] * ctx.num_designers
         out = []
         for i in range(ctx.num_designers):

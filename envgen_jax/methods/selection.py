@@ -1,16 +1,18 @@
 """What sfl and envgen_sfl share: training rows chosen by learnability (`trainer.learnability`), measured between
 chunks with the current policy.
 
-A selection plays `ued.rollouts_per_level` episodes of each seed's policy in every candidate (bank rows 1, 2, ...;
-one jitted evaluation), and the method turns the learnability p (1 - p) into each seed's distribution over bank
-rows (`training_weights`), which the training phase's episodes draw their rows from (a `RowSampler`). The method's
-state: the latest distribution (`row_weights`, [S, K] lists) and every selection's measurements (`selections`:
-p, learnability, weights, per seed and row), which the report summarises.
+A selection plays `rollouts_per_level` episodes (the method's options, `LearnabilityOptions`) of each seed's policy
+in every candidate (bank rows 1, 2, ...; one jitted evaluation), and the method turns the learnability p (1 - p)
+into each seed's distribution over bank rows (`training_weights`), which the training phase's episodes draw their
+rows from (a `RowSampler`). The method's state: the latest distribution (`row_weights`, [S, K] lists) and every
+selection's measurements (`selections`: p, learnability, weights, per seed and row), which the report summarises.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -18,10 +20,46 @@ import numpy as np
 
 from envgen_jax.envs.vector import RowSampler
 from envgen_jax.methods.base import Method
-from envgen_jax.report import selection_summary
 from envgen_jax.run.rows import ORIGINAL_ROW
+from envgen_jax.schema import Declared, bounded
 from envgen_jax.trainer import learnability
 from envgen_jax.trainer.evaluate import make_evaluator
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnabilityOptions(Declared):
+    """How learnability is measured (sfl's and envgen_sfl's options share these)."""
+
+    rollouts_per_level: int = bounded(2, minimum=1)
+    """episodes of the current policy per configuration (one evaluation over the whole pool)"""
+    rollout_steps: int = bounded(1024, minimum=1)
+    """step budget of that evaluation; episodes still running then are not counted"""
+    mastered_at: float = bounded(0.9, above=0, maximum=1)
+    """an achievement the agent unlocks at this rate in the original game (last evaluation) is mastered, and left
+    out of a configuration's success rate p"""
+
+    # Run configurations written before methods declared their settings hold them under `ued:` (old key -> field).
+    LEGACY: ClassVar[dict[str, str]] = {"rollouts_per_level": "rollouts_per_level", "rollout_steps": "rollout_steps",
+                                        "mastered_at": "mastered_at"}
+
+
+def selection_summary(sel: dict) -> dict:
+    """One learnability selection (the method state's `selections`) in brief: per seed, learnability quartiles over the
+    candidates measured, their mean p, the rows trained on and their weights, the original game's weight."""
+    learn, p, measured, w = (np.asarray(sel[k], np.float64) for k in ("learnability", "p", "measured", "weights"))
+    out = {"cycle": sel["cycle"], "env_steps": sel["env_steps"], "seconds": sel["seconds"],
+           "measured_per_seed": measured[:, 1:].sum(1).astype(int).tolist(),
+           "learnability_quartiles_per_seed": [], "mean_p_per_seed": [], "trained_rows_per_seed": [],
+           "trained_weights_per_seed": [], "original_weight_per_seed": w[:, 0].tolist()}
+    for s in range(learn.shape[0]):
+        got = measured[s, 1:].astype(bool)
+        out["learnability_quartiles_per_seed"].append(
+            np.quantile(learn[s, 1:][got], [0, .25, .5, .75, 1]).tolist() if got.any() else None)
+        out["mean_p_per_seed"].append(float(p[s, 1:][got].mean()) if got.any() else None)
+        rows = [int(r) for r in np.flatnonzero(w[s]) if r != 0]
+        out["trained_rows_per_seed"].append(rows)
+        out["trained_weights_per_seed"].append([float(w[s, r]) for r in rows])
+    return out
 
 
 class LearnabilitySelection(Method):
@@ -39,7 +77,7 @@ class LearnabilitySelection(Method):
 
     def __init__(self, run, trainer):
         super().__init__(run, trainer)
-        u = run.cfg.ued
+        u = self.options(run.cfg)
         self.learn_evaluator = make_evaluator(trainer, (run.cfg.bank_rows - 1) * u.rollouts_per_level, 1,
                                               u.rollout_steps)
         self.row_weights: list = []  # the latest selection's training distribution, [S, K]
@@ -58,6 +96,11 @@ class LearnabilitySelection(Method):
 
     def new_candidates(self) -> None:
         """Before each selection: draw new candidates, if the method does."""
+
+    @classmethod
+    def report_entries(cls, state):
+        selections = state.get("selections")  # each selection in brief
+        return {"learnability_selections": [selection_summary(sel) for sel in selections]} if selections else {}
 
     def reselect_now(self, phase) -> bool:
         """Whether to select again before the next chunk of a phase already under way."""
@@ -110,10 +153,11 @@ class LearnabilitySelection(Method):
         bank = self.learning_bank(candidates)
         key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 5000 + len(self.selections))
         last_eval = state.evals[-1]["success_per_seed"] if state.evals else None
-        mastered = (learnability.mastered_from(np.asarray(last_eval, np.float64), cfg.ued.mastered_at)
+        u = self.options(cfg)
+        mastered = (learnability.mastered_from(np.asarray(last_eval, np.float64), u.mastered_at)
                     if last_eval is not None else np.zeros((cfg.num_agents, len(run.env.achievement_names)), bool))
         m = learnability.measure(self.learn_evaluator, ts.params, bank, np.arange(1, cfg.bank_rows),
-                                 cfg.ued.rollouts_per_level, key, mastered)
+                                 u.rollouts_per_level, key, mastered)
         p, measured, learn = m["p"], m["measured"], m["learnability"]
         weights = self.training_weights(cfg, learn)
         self.row_weights = weights.tolist()

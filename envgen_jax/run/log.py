@@ -101,8 +101,8 @@ class RunLog:
             for name, value in report.success_mean.items():
                 if not np.isnan(value):
                     writer.add_scalar(f"eval_success/{name}", 100 * value, env_steps)
-            if not np.isnan(report.crafter_score_mean):
-                writer.add_scalar("eval/crafter_score", report.crafter_score_mean, env_steps)
+            if not np.isnan(report.score_mean):  # the game's score: eval/crafter_score for Crafter
+                writer.add_scalar(f"eval/{report.score_key}", report.score_mean, env_steps)
 
     def _tb(self):
         if not self.tensorboard:

@@ -75,7 +75,7 @@ class EnvGenRun:
         self.view = RunView(cfg, self.out, self.game, self.env, self.state)  # what the method sees of the run
         self.trainer = parts.make_trainer()
         self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
-                                        cfg.eval.max_steps)
+                                        cfg.eval.max_steps, game=self.game)
         self.method = parts.method(self.view, self.trainer)
         self.method.load_state(self.state.method)
         self.design = DesignStep(self.view, self.method, self.log, llm_client)
@@ -143,7 +143,8 @@ class EnvGenRun:
         self.state.method = self.method.state_dict()
         report = write_report(self.out, self.cfg, self.state, list(self.env.achievement_names),
                               scored_env_steps=train_updates(self.plan, "final") * self.cfg.steps_per_update,
-                              wall_seconds=self.state.wall_seconds + (time.monotonic() - self._session_start))
+                              wall_seconds=self.state.wall_seconds + (time.monotonic() - self._session_start),
+                              method_entries=self.method.report_entries(self.state.method))
         if report["score"] is not None:
             self.log.info(f"done: score {report['score']:.2f} +/- {report['score_std']:.2f} %, reward "
                           f"{report['reward']:.2f} +/- {report['reward_std']:.2f}; report: {self.out / 'report.md'}")

@@ -1,8 +1,8 @@
 """Evaluate the current policy of every seed in any bank/rows, with static shapes.
 
-    evaluator = make_evaluator(trainer, num_envs=32, episodes_per_env=2, max_steps=2000)
+    evaluator = make_evaluator(trainer, num_envs=32, episodes_per_env=2, max_steps=2000, game=games.get("crafter"))
     report = evaluator.evaluate(ts.params, bank, rows, key=0, mode="sample")   # EvalReport (host, numpy)
-    report.success_mean["collect_wood"], report.success_std[...], report.crafter_score_mean, ...
+    report.success_mean["collect_wood"], report.success_std[...], report.score_mean (the game's score), ...
 
 On device: a `lax.while_loop` over at most `max_steps` vector-env steps (fresh envs reset at the start), stopped
 early once every env of every seed has finished `episodes_per_env` episodes; episodes beyond that count, and
@@ -17,18 +17,21 @@ all three.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envgen_jax.trainer.metrics import (RowStats, across_seeds, crafter_score, mean_or_nan, nan_to_none, pool_rows,
+from envgen_jax.trainer.metrics import (RowStats, across_seeds, mean_or_nan, nan_to_none, pool_rows,
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
 from envgen_jax.trainer.train import Trainer
 from envgen_jax.trainer.train import default_vecenv as _default_vecenv
 from envgen_jax.trainer.train import rows_axis as _rows_axis
+
+if TYPE_CHECKING:
+    from envgen_jax.envs.game import Game
 
 MODES = ("sample", "greedy", "random")
 
@@ -37,46 +40,48 @@ MODES = ("sample", "greedy", "random")
 class EvalReport:
     """Host-side evaluation summary. Per-seed arrays have a leading seed axis [S].
 
-    Success rates are fractions in [0, 1]; the Crafter score is in percent (computed per seed from that seed's
-    pooled rates; `crafter_score_pooled` pools every seed's episodes first). Means over seeds skip seeds that
-    finished no episode (their per-seed values are NaN); `episodes` says how many each seed finished."""
+    Success rates are fractions in [0, 1]; the score is the game's own (`Game.score`, in percent), computed per seed
+    from that seed's pooled rates (`score_pooled` pools every seed's episodes first). Means over seeds skip seeds
+    that finished no episode (their per-seed values are NaN); `episodes` says how many each seed finished.
+    `score_key` (`Game.score_key`) names the score in `to_dict`."""
 
     achievement_names: tuple[str, ...]
     episodes: np.ndarray  # i32[S]
     success: np.ndarray  # f32[S, A]
     mean_return: np.ndarray  # [S]
     mean_length: np.ndarray  # [S]
-    crafter_score: np.ndarray  # [S]
+    score: np.ndarray  # [S]
     success_mean: dict[str, float]
     success_std: dict[str, float]
     return_mean: float
     return_std: float
-    crafter_score_mean: float
-    crafter_score_std: float
-    crafter_score_pooled: float
+    score_mean: float
+    score_std: float
+    score_pooled: float
+    score_key: str
     stats: RowStats  # host RowStats [S, K] (not pooled over rows)
 
     def to_dict(self) -> dict:
-        f = nan_to_none
+        f, key = nan_to_none, self.score_key
         return {
             "episodes_per_seed": [int(e) for e in self.episodes],
             "success_mean": {k: f(v) for k, v in self.success_mean.items()},
             "success_std": {k: f(v) for k, v in self.success_std.items()},
             "return_mean": f(self.return_mean), "return_std": f(self.return_std),
             "mean_length_mean": f(np.nanmean(self.mean_length)) if np.any(self.episodes > 0) else None,
-            "crafter_score_mean": f(self.crafter_score_mean), "crafter_score_std": f(self.crafter_score_std),
-            "crafter_score_pooled": f(self.crafter_score_pooled),
-            "crafter_score_per_seed": [f(s) for s in self.crafter_score],
+            f"{key}_mean": f(self.score_mean), f"{key}_std": f(self.score_std),
+            f"{key}_pooled": f(self.score_pooled),
+            f"{key}_per_seed": [f(s) for s in self.score],
         }
 
 
 def report_from_stats(stats: RowStats, achievement_names: Sequence[str], rows: Sequence[int] | None = None,
-                      ddof: int = 0) -> EvalReport:
-    """EvalReport from host RowStats [S, K] (pooled over `rows`, default all)."""
+                      ddof: int = 0, *, game: Game) -> EvalReport:
+    """EvalReport from host RowStats [S, K] (pooled over `rows`, default all), scored by `game.score`."""
     stats = to_host(stats)
     pooled = pool_rows(stats, rows)  # [S], [S, A]
     rates = success_rates(pooled)  # [S, A]
-    score = crafter_score(rates)  # [S]
+    score = game.score(rates)  # [S]
     mret = mean_or_nan(pooled.return_sum, pooled.episodes)
     s_mean, s_std, _ = across_seeds(rates, ddof)
     r_mean, r_std, _ = across_seeds(mret, ddof)
@@ -85,19 +90,20 @@ def report_from_stats(stats: RowStats, achievement_names: Sequence[str], rows: S
     names = tuple(achievement_names)
     return EvalReport(
         achievement_names=names, episodes=np.asarray(pooled.episodes), success=rates, mean_return=mret,
-        mean_length=mean_or_nan(pooled.length_sum, pooled.episodes), crafter_score=score,
+        mean_length=mean_or_nan(pooled.length_sum, pooled.episodes), score=score,
         success_mean=dict(zip(names, s_mean)), success_std=dict(zip(names, s_std)),
-        return_mean=float(r_mean), return_std=float(r_std), crafter_score_mean=float(c_mean),
-        crafter_score_std=float(c_std), crafter_score_pooled=float(crafter_score(success_rates(all_eps))),
-        stats=stats)
+        return_mean=float(r_mean), return_std=float(r_std), score_mean=float(c_mean), score_std=float(c_std),
+        score_pooled=float(game.score(success_rates(all_eps))),
+        score_key=game.score_key, stats=stats)
 
 
 class Evaluator:
     """Jitted evaluation for one trainer's network and env. Compiles once per (num_envs, max_steps, episodes_per_env,
-    K); params, bank, rows, keys and the mode are traced."""
+    K); params, bank, rows, keys and the mode are traced. `game` scores `evaluate`'s summaries (`run` needs none)."""
 
-    def __init__(self, trainer: Trainer, num_envs: int, episodes_per_env: int, max_steps: int, venv=None):
-        self.trainer = trainer
+    def __init__(self, trainer: Trainer, num_envs: int, episodes_per_env: int, max_steps: int, venv=None,
+                 game: Game | None = None):
+        self.trainer, self.game = trainer, game
         self.num_envs = num_envs
         self.episodes_per_env = episodes_per_env
         self.max_steps = max_steps
@@ -156,10 +162,15 @@ class Evaluator:
 
     def evaluate(self, params, bank, rows, key=0, mode: str = "sample", report_rows: Sequence[int] | None = None,
                  ddof: int = 0) -> EvalReport:
-        """Run and summarise on the host; `report_rows` pools only those bank rows (default: all)."""
+        """Run and summarise on the host, with the game's score; `report_rows` pools only those bank rows (default:
+        all)."""
+        if self.game is None:  # no game, no score: never the Crafter score of another game's rates
+            raise ValueError("this evaluator was made without its game, so it has no score to summarise with; "
+                             "give make_evaluator(..., game=games.get(name))")
         stats, _ = self.run(params, bank, rows, key, mode)
-        return report_from_stats(stats, self.trainer.achievement_names, report_rows, ddof)
+        return report_from_stats(stats, self.trainer.achievement_names, report_rows, ddof, game=self.game)
 
 
-def make_evaluator(trainer: Trainer, num_envs: int, episodes_per_env: int, max_steps: int, venv=None) -> Evaluator:
-    return Evaluator(trainer, num_envs, episodes_per_env, max_steps, venv)
+def make_evaluator(trainer: Trainer, num_envs: int, episodes_per_env: int, max_steps: int, venv=None,
+                   game: Game | None = None) -> Evaluator:
+    return Evaluator(trainer, num_envs, episodes_per_env, max_steps, venv, game)

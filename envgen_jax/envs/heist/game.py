@@ -7,12 +7,10 @@ import dataclasses
 from pathlib import Path
 from typing import Literal
 
-from envgen_jax.config_io import declared_problems
 from envgen_jax.envs.heist.config import WORLD_DIMS, HeistConfig
 from envgen_jax.envs.heist.env import ACHIEVEMENTS
 from envgen_jax.envs.heist.targeting import TARGETING
 from envgen_jax.envs.game import Game, GameOptions
-from envgen_jax.schema import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,10 +18,7 @@ class HeistOptions(GameOptions):
     mode: Literal["easy", "hard"] = "hard"
     """Procgen's distribution mode, which fixes the world size: easy (9x9) or hard (13x13, Procgen's default)"""
 
-    def __post_init__(self):
-        problems = declared_problems(self, "game_options.")
-        if problems:
-            raise ConfigError(problems, what="heist options")
+    WHAT = "heist options"
 
 
 class Heist(Game):
