@@ -87,16 +87,60 @@ def test_phase_times_nest_sum_to_the_wall_and_are_written_as_they_end(tmp_path):
     assert not list(tmp_path.glob(".*partial"))
 
 
-def _train(out: Path, cache_home: Path, *extra: str) -> subprocess.CompletedProcess:
+def _env(cache_home: Path) -> dict:
+    """A process as a user starts one: no JAX_COMPILATION_CACHE_DIR (conftest's), the project's folder under
+    `cache_home`, the suite's fast-compile flags (part of the cache key, so alike in every run)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", ENV_SWITCH)}
     env.update({"JAX_PLATFORMS": "cpu", "XDG_CACHE_HOME": str(cache_home), "OMP_WAIT_POLICY": "PASSIVE",
                 "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()})
-    overrides = [*golden.TINY, "method=ppo", *extra]
+    return env
+
+
+# A program compiled in a fresh process through the project's cache setup; prints the compile record.
+SMALL_PROGRAM = """
+import json, jax, jax.numpy as jnp
+from envgen_jax.compile_cache import configure_compile_cache
+from envgen_jax.compile_record import CompileRecord
+folder = configure_compile_cache(True)
+with CompileRecord() as record:
+    jax.block_until_ready(jax.jit(lambda x: jnp.sin(x) * 2 + x.sum())(jnp.ones((3, 5))))
+print(json.dumps({"folder": folder, **record.summary()}))
+"""
+
+
+def _small_program(cache_home: Path) -> tuple[dict, str]:
+    proc = subprocess.run([sys.executable, "-c", SMALL_PROGRAM], cwd=ROOT, env=_env(cache_home), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stdout + proc.stderr
+
+
+def test_a_corrupt_entry_is_compiled_again_and_an_unwritable_folder_runs_uncached(tmp_path):
+    first, _ = _small_program(tmp_path / "xdg")
+    assert first["folder"] == str(tmp_path / "xdg" / "envgen_jax" / "xla") == first["cache_dir"]
+    assert first["compiled"] == len(first["programs"]) > 0 and first["cache_hits"] == 0
+    assert any(p["largest"] == ["float32[3,5]"] for p in first["programs"])  # the input shapes
+    second, _ = _small_program(tmp_path / "xdg")  # a fresh process: every (tiny) program from the cache
+    assert second["compiled"] == 0 and second["cache_hits"] == len(first["programs"])
+    for entry in Path(first["folder"]).glob("*-cache"):
+        entry.write_bytes(entry.read_bytes()[:20] + b"garbage")  # truncated, then garbage
+    third, output = _small_program(tmp_path / "xdg")
+    assert third["compiled"] == len(first["programs"]) and third["cache_hits"] == 0
+    assert "Error reading persistent compilation cache entry" in output
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    uncached, output = _small_program(blocker)
+    assert uncached["folder"] is None and uncached["cache_dir"] is None and uncached["compiled"] > 0
+    assert "cannot be written" in output
+
+
+def _train(out: Path, cache_home: Path) -> subprocess.CompletedProcess:
+    overrides = [*golden.TINY, "method=ppo"]
     return subprocess.run([sys.executable, "-m", "envgen_jax.cli", "train", "--config",
                            str(ROOT / "configs" / "smoke.yaml"), "--out", str(out),
                            *sum([["--set", s] for s in overrides], [])],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+                          cwd=ROOT, env=_env(cache_home), capture_output=True, text=True, timeout=900)
 
 
 def _compile_of(out: Path) -> dict:
@@ -109,32 +153,24 @@ def _compile_of(out: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_a_second_run_compiles_nothing_and_a_corrupt_entry_is_compiled_again(tmp_path):
-    cache_home = tmp_path / "xdg"
-    cold = _train(tmp_path / "cold", cache_home)
-    assert cold.returncode == 0, cold.stderr[-3000:]
+def test_a_second_run_compiles_nothing(tmp_path):
+    # The project's folder kept under the suite's .cache (as conftest keeps its own): a later session's first run
+    # is warm too; whatever the first run compiled or loaded, the second loads every program.
+    cache_home = ROOT / ".cache" / "xdg"
     folder = cache_home / "envgen_jax" / "xla"
-    assert f"compilation cache: {folder}" in cold.stdout
-    first = _compile_of(tmp_path / "cold")
-    assert first["cache_dir"] == str(folder) and first["cache_hits"] == 0
-    assert first["compiled"] == len(first["programs"]) > 0
+    first_run = _train(tmp_path / "first", cache_home)
+    assert first_run.returncode == 0, first_run.stderr[-3000:]
+    assert f"compilation cache: {folder}" in first_run.stdout
+    first = _compile_of(tmp_path / "first")
+    assert first["cache_dir"] == str(folder) and first["compiled"] + first["cache_hits"] == len(first["programs"]) > 0
     chunk = [p for p in first["programs"] if "train_chunk" in p["name"]]
-    assert chunk and chunk[0]["inputs"] > 0 and chunk[0]["largest"]  # its input shapes, e.g. "uint8[8,...]"
+    assert chunk and chunk[0]["inputs"] > 0 and chunk[0]["largest"]  # its input shapes, e.g. "float32[2,1345,32]"
 
-    warm = _train(tmp_path / "warm", cache_home)  # a fresh process, the same shapes
-    assert warm.returncode == 0, warm.stderr[-3000:]
-    second = _compile_of(tmp_path / "warm")
+    second_run = _train(tmp_path / "second", cache_home)  # a fresh process, the same shapes
+    assert second_run.returncode == 0, second_run.stderr[-3000:]
+    second = _compile_of(tmp_path / "second")
     assert second["compiled"] == 0 and second["cache_hits"] == len(second["programs"]) == len(first["programs"])
     assert sorted(p["name"] for p in second["programs"]) == sorted(p["name"] for p in first["programs"])
-
-    entries = sorted((p for p in folder.iterdir() if p.name.endswith("-cache")),
-                     key=lambda p: p.stat().st_size)
-    entries[-1].write_bytes(entries[-1].read_bytes()[:100] + b"garbage")  # the largest entry, truncated
-    again = _train(tmp_path / "corrupt", cache_home)
-    assert again.returncode == 0, again.stderr[-3000:]
-    third = _compile_of(tmp_path / "corrupt")
-    assert third["compiled"] == 1 and third["cache_hits"] == len(first["programs"]) - 1
-    assert "Error reading persistent compilation cache entry" in again.stderr
 
 
 @pytest.mark.slow
