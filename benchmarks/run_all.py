@@ -24,8 +24,9 @@ Parts (`--parts envs,training,e2e`, default all three):
             the transcript of this very run: replay stops at the first prompt that differs).
 
 Each part writes <out-dir>/<part>_<tag>.json (environment: device, jax, commit, ...; settings; rows), replaced
-atomically as each row is measured, and a PNG of its table; tag = gpu | cpu | <platform>_tiny. Rows from earlier invocations with the same code, device and settings
-are kept (so the parts and seed counts can run as separate commands within a time limit; `--fresh` starts anew).
+atomically as each row is measured, and a PNG of its table; tag = gpu | cpu | <platform>_tiny. Rows from earlier
+invocations with the same code, device and settings are kept (so the parts and seed counts can run as separate
+commands within a time limit; `--fresh` starts anew).
 
     python benchmarks/run_all.py                                  # GPU: every part at the default sizes
     python benchmarks/run_all.py --parts e2e --seeds 16           # one row, merged into e2e_gpu.json
