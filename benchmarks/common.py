@@ -85,7 +85,7 @@ def save(name: str, payload: dict, out_dir: str | Path | None = None, tag: str |
     """Write {environment, **payload} to <out_dir>/<name>_<tag>.json (tag: the platform by default)."""
     path = result_path(name, out_dir, tag)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"environment": environment(), **payload}, indent=2, default=_json_default))
+    write_text_atomic(path, json.dumps({"environment": environment(), **payload}, indent=2, default=_json_default))
     return path
 
 
@@ -128,7 +128,8 @@ def save_merged(name: str, payload: dict, key: str, out_dir: str | Path | None =
         elif old is not None:
             log(f"{path.name}: replacing an earlier file from other code, device or settings")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"environment": env, **payload, "rows": rows}, indent=2, default=_json_default))
+    # Atomic: a stage killed by its time limit mid-write keeps the rows saved before.
+    write_text_atomic(path, json.dumps({"environment": env, **payload, "rows": rows}, indent=2, default=_json_default))
     return path
 
 

@@ -1,84 +1,174 @@
 #!/usr/bin/env bash
-# The GPU measurements, one stage per command (`all` runs every one). The times are guesses, never measured: split a
-# stage (--seeds / --methods / --envs) where a command has a time limit; rows are saved as soon as measured.
+# One prepared GPU run (issue 44): every stage in a single command that fits one 9-minute run on one H100/H200,
+# from a bare machine (Python 3.12 and jax 0.11.2 there; craftax, distrax and their small dependencies installed from
+# .whl/, made here by benchmarks/gpu_wheels.sh and carried along). The tree travels without .git: give the commit.
 #
-#   bash benchmarks/gpu_session.sh STAGE [extra arguments for the Python script]
+#   BENCH_COMMIT=$(git rev-parse HEAD) bash benchmarks/gpu_session.sh               # the GPU run (carry [".whl"])
+#   bash benchmarks/gpu_session.sh --cpu-tiny                                       # a CPU dry run, tiny sizes
+#   bash benchmarks/gpu_session.sh --stages pixel --budget 540                      # one stage with the whole budget
 #
-#   check       nvidia-smi, jax devices, imports, one tiny e2e run on the GPU (to $RESULTS/check)       ~1-2 min
-#   envs        run_all --parts envs      (1024, 4096, 16384 envs)                                       ~3-7 min
-#   training    run_all --parts training  (1024, 4096, 16384 envs)                                       ~3-7 min
-#   e2e         run_all --parts e2e       (1, 8, 16, 32 seeds; e.g. --seeds 1,8,16 then --seeds 32)     ~8-15 min
-#   reproduce   reproduce_paper.py        (5 methods x 8 seeds; e.g. --methods ppo,envgen,fixed)        ~6-12 min
-#               (its LLM: the default needs an endpoint or the local model, neither on the device image;
-#                --llm scripted runs without one and is labelled: not an LLM)
-#   all         every stage above, in order
+# Stages, in order of value; each is time-boxed (`timeout`) by min(its estimate, the budget left), and saves what it
+# measured as it goes (a stage cut off by its box keeps its rows; run_all saves an unfinished row after each phase):
+#   check      imports, devices, the environment (device, versions, commit) -> check.json                    ~20 s
+#   e2e_cold   the paper's protocol (configs/crafter_envgen.yaml, default agent, scripted designer), 16 vmapped
+#              seeds, a fresh persistent compilation cache (run_all --parts e2e --compile-cache)           <= T_E2E_COLD
+#   e2e_warm   the same again in a new process: every program from the cache                               <= T_E2E_WARM
+#   training   training throughput at 16384, 1024 and 4096 envs (run_all --parts training)                 <= T_TRAINING
+#   pixel      issue 42: plain PPO with the paper's pixel agent (configs/crafter_ppo_paper_agent.yaml), cycles=0 so
+#              the first PIXEL_STEPS (1M) steps are the scored phase, PIXEL_SEEDS (4) vmapped seeds; the Crafter
+#              score and mean success beside Dedieu et al.'s rerun (10.7% / 47.4%), or, if cut off, the score so far
+#              (newest checkpoint) and the speed, in pixel_agent_1m.json                               the rest
+# The estimates are conservative guesses until measured (the first GPU session: compile 30-50 s a program; the
+# 16-seed protocol was in cycle 4 after 240 s without a cache; 16384-env training unfinished in 140 s); override them
+# with T_E2E_COLD=... etc.
 #
-# Results go to $RESULTS (default runs/bench_results, git-ignored, so a warm device machine keeps them between
-# commands; carry it back in to merge more rows into it) and are packed, with the reproduction runs' small files
-# (reports, transcripts, metrics; no checkpoints), into $OUT/results.tgz with a log per stage when $OUT is set.
-# Missing Python packages are installed from .whl/ (made here by benchmarks/gpu_wheels.sh) into /tmp/site.
-# Where the tree has no .git, give the commit: BENCH_COMMIT=$(git rev-parse HEAD) [BENCH_DIRTY=1] bash ... (the
-# results record it; without it they say the commit is unknown).
+# Results: at most 8 files in $OUT (default runs/gpu_session/out): session.json (stage times and the headline
+# figures, rewritten after every stage), session.log, e2e_cold.json, e2e_warm.json, training.json,
+# pixel_agent_1m.json and results.tgz (every result file and the pixel run's small files; no checkpoints).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 PY=${PYTHON:-python3}
-RESULTS=${RESULTS:-runs/bench_results}
-export PYTHONUNBUFFERED=1
-mkdir -p "$RESULTS"
+TINY=0
+STAGES=check,e2e_cold,e2e_warm,training,pixel
+BUDGET=${BUDGET:-}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --cpu-tiny) TINY=1 ;;
+    --stages) STAGES=$2; shift ;;
+    --budget) BUDGET=$2; shift ;;
+    *) echo "unknown argument $1 (--cpu-tiny, --stages LIST, --budget SECONDS)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -n "$BUDGET" ] || BUDGET=$([ "$TINY" = 1 ] && echo 1800 || echo 540)  # a 9-minute GPU run; a slow CPU's dry run
+T0=$(date +%s)
+RESULTS=${RESULTS:-runs/gpu_session/results}
+OUT=${OUT:-runs/gpu_session/out}
+RESERVE=${RESERVE:-20}          # seconds kept back for the summary and the packing
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+rm -rf "$RESULTS" && mkdir -p "$RESULTS" "$OUT"
+RESULTS=$(cd "$RESULTS" && pwd) OUT=$(cd "$OUT" && pwd)  # absolute: the packing runs from inside RESULTS
+LOG=$OUT/session.log
+: > "$LOG"
+say() { echo "[gpu_session +$(( $(date +%s) - T0 ))s] $*" | tee -a "$LOG"; }
 
+if [ "$TINY" = 1 ]; then
+  T_CHECK=${T_CHECK:-120}; T_E2E_COLD=${T_E2E_COLD:-400}; T_E2E_WARM=${T_E2E_WARM:-300}
+  T_TRAINING=${T_TRAINING:-400}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-120}
+  E2E_ARGS=(--cpu-tiny --seeds 1); TRAIN_ARGS=(--cpu-tiny --envs 8)
+  PIXEL_SEEDS=${PIXEL_SEEDS:-2}; PIXEL_STEPS=${PIXEL_STEPS:-64}
+  PIXEL_ARGS=(ppo.num_envs=2 ppo.num_steps=16 ppo.update_epochs=1 ppo.num_minibatches=2 "ppo.conv_channels=[4,8]"
+              ppo.width=16 ppo.head_width=32 schedule.updates_per_chunk=1 eval.num_envs=2 eval.max_steps=20)
+else
+  T_CHECK=${T_CHECK:-60}; T_E2E_COLD=${T_E2E_COLD:-200}; T_E2E_WARM=${T_E2E_WARM:-100}
+  T_TRAINING=${T_TRAINING:-150}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-45}
+  E2E_ARGS=(--seeds 16); TRAIN_ARGS=(--envs 16384,1024,4096)
+  PIXEL_SEEDS=${PIXEL_SEEDS:-4}; PIXEL_STEPS=${PIXEL_STEPS:-1000000}
+  # 35 updates a chunk: 245 updates (1,003,520 steps) in 7 chunks, few host round trips
+  PIXEL_ARGS=(schedule.updates_per_chunk=35 eval.num_envs=8 eval.max_steps=1000)
+fi
+
+# The commit, without .git on the device machine: BENCH_COMMIT (set from git here when there is one).
+if [ -z "${BENCH_COMMIT:-}" ] && git rev-parse HEAD >/dev/null 2>&1; then
+  BENCH_COMMIT=$(git rev-parse HEAD)
+  git diff --quiet HEAD -- envgen_jax benchmarks configs || BENCH_DIRTY=1
+fi
+export BENCH_COMMIT=${BENCH_COMMIT:-} BENCH_DIRTY=${BENCH_DIRTY:-0}
+[ -n "$BENCH_COMMIT" ] || say "WARNING: no BENCH_COMMIT and no git here: the results cannot name their commit"
+
+# The wheels the image lacks (craftax, distrax, ...), from .whl/ into a folder on PYTHONPATH.
 if ! "$PY" -c "import craftax, distrax" 2>/dev/null; then
   if ls .whl/*.whl >/dev/null 2>&1; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-      || exit 1
-    export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+    timeout 90 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/envgen_site .whl/*.whl >>"$LOG" 2>&1 || { say "installing .whl/ failed"; exit 1; }
+    export PYTHONPATH=/tmp/envgen_site${PYTHONPATH:+:$PYTHONPATH}
   else
-    echo "craftax/distrax missing and no .whl/: run benchmarks/gpu_wheels.sh where pip works, carry .whl" >&2
-    exit 1
+    say "craftax/distrax missing and no .whl/: run benchmarks/gpu_wheels.sh where pip works, carry .whl"; exit 1
   fi
 fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
+# One fresh persistent cache for this session: e2e_cold fills it, e2e_warm and the pixel run read it.
+unset JAX_COMPILATION_CACHE_DIR
+export XDG_CACHE_HOME=$RESULTS/xdg
+say "commit ${BENCH_COMMIT:-unknown}, budget ${BUDGET}s, stages $STAGES$([ "$TINY" = 1 ] && echo ', --cpu-tiny sizes')"
 
-stage=${1:-all}
-shift || true
-
-pack() {
-  [ -n "${OUT:-}" ] || return 0
-  local extra=()
-  for f in runs/reproduce_paper/*/{report.json,report.md,reproduce_meta.json,config.yaml,metrics.jsonl,llm_transcript.jsonl}; do
-    [ -f "$f" ] && extra+=("$f")
-  done
-  tar czf "$OUT/results.tgz" "$RESULTS" "${extra[@]}" 2>/dev/null
+summarize() {
+  timeout 60 "$PY" benchmarks/gpu_session_summary.py "$RESULTS" --out "$OUT/session.json" >>"$LOG" 2>&1
+  for f in "$RESULTS"/e2e_cold/e2e_*.json; do [ -f "$f" ] && cp "$f" "$OUT/e2e_cold.json"; done
+  for f in "$RESULTS"/e2e_warm/e2e_*.json; do [ -f "$f" ] && cp "$f" "$OUT/e2e_warm.json"; done
+  for f in "$RESULTS"/training/training_*.json; do [ -f "$f" ] && cp "$f" "$OUT/training.json"; done
+  [ -f "$RESULTS/pixel_agent_1m.json" ] && cp "$RESULTS/pixel_agent_1m.json" "$OUT/pixel_agent_1m.json"
+  (cd "$RESULTS" && find . -path ./xdg -prune -o -path '*/checkpoints' -prune -o -type f \
+      \( -name '*.json' -o -name '*.jsonl' -o -name '*.png' -o -name '*.md' -o -name '*.yaml' -o -name '*.log' \
+         -o -name '*.tsv' \) -print | tar czf "$OUT/.results.tgz.partial" -T - 2>/dev/null) \
+    && mv "$OUT/.results.tgz.partial" "$OUT/results.tgz"
+  return 0
 }
 
-run_stage() {
-  local s=$1
-  shift
-  local log=${OUT:-$RESULTS}/$s.log
-  echo "=== stage $s ($(date -u +%FT%TZ))" | tee -a "$log"
-  case $s in
-    check)
-      (nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-       "$PY" -c "import jax, craftax, distrax, envgen_jax; print(jax.__version__, jax.devices())"
-       "$PY" benchmarks/run_all.py --cpu-tiny --parts e2e --seeds 1 --out-dir "$RESULTS/check" --fresh "$@"
-      ) 2>&1 | tee -a "$log" ;;
-    envs|training|e2e)
-      "$PY" benchmarks/run_all.py --parts "$s" --out-dir "$RESULTS" "$@" 2>&1 | tee -a "$log" ;;
-    reproduce)
-      "$PY" benchmarks/reproduce_paper.py --out-dir "$RESULTS" "$@" 2>&1 | tee -a "$log" ;;
-    *)
-      echo "unknown stage $s (check | envs | training | e2e | reproduce | all)" >&2
-      return 2 ;;
-  esac
+# stage NAME ESTIMATE_S COMMAND...: run under min(ESTIMATE_S, budget left), record its time and status.
+stage() {
+  local name=$1 estimate=$2
+  shift 2
+  case ",$STAGES," in *",$name,"*) ;; *) return 0 ;; esac
+  local left=$(( BUDGET - ($(date +%s) - T0) - RESERVE ))
+  local limit=$(( estimate < left ? estimate : left ))
+  if [ "$limit" -lt 15 ]; then
+    say "stage $name skipped: ${left}s of the budget left"
+    printf '%s\t%s\t0\tskipped: no time left\n' "$name" "$limit" >> "$RESULTS/stages.tsv"
+    return 0
+  fi
+  say "stage $name: up to ${limit}s"
+  local start status
+  start=$(date +%s.%N)
+  timeout --kill-after=5 "$limit" "$@" >>"$LOG" 2>&1
+  status=$?
+  local seconds
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+  local what=ok
+  [ "$status" = 124 ] || [ "$status" = 137 ] && what="timed out at ${limit}s (what it saved is kept)"
+  [ "$status" != 0 ] && [ "$what" = ok ] && what="failed (exit $status; see session.log)"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$limit" "$seconds" "$what" >> "$RESULTS/stages.tsv"
+  say "stage $name: ${seconds}s, $what"
+  summarize
 }
 
-status=0
-if [ "$stage" = all ]; then
-  for s in check envs training e2e reproduce; do
-    run_stage "$s" || status=$?
-    pack
-  done
-else
-  run_stage "$stage" "$@" || status=$?
-fi
-pack
-exit $status
+CHECK_PY='
+import json, sys
+import craftax, distrax, jax  # noqa: F401  (the imports are the check)
+from envgen_jax.run.provenance import environment
+env = environment()
+print(json.dumps(env, indent=1), "\ndevices:", jax.devices())
+open(sys.argv[1], "w").write(json.dumps(env, indent=1))
+'
+command -v nvidia-smi >/dev/null && timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv \
+  >>"$LOG" 2>&1
+stage check "$T_CHECK" "$PY" -c "$CHECK_PY" "$RESULTS/check.json"
+stage e2e_cold "$T_E2E_COLD" "$PY" benchmarks/run_all.py --parts e2e --compile-cache --fresh \
+  --out-dir "$RESULTS/e2e_cold" "${E2E_ARGS[@]}"
+stage e2e_warm "$T_E2E_WARM" "$PY" benchmarks/run_all.py --parts e2e --compile-cache --fresh \
+  --out-dir "$RESULTS/e2e_warm" "${E2E_ARGS[@]}"
+stage training "$T_TRAINING" "$PY" benchmarks/run_all.py --parts training --fresh --out-dir "$RESULTS/training" \
+  "${TRAIN_ARGS[@]}"
+# The pixel run gets what is left, less the time its summary needs (which reads the newest checkpoint of a run
+# cut off by its box).
+PIXEL_LEFT=$(( BUDGET - ($(date +%s) - T0) - RESERVE - T_SUMMARY ))
+case ",$STAGES," in
+  *,pixel,*)
+    if [ "$PIXEL_LEFT" -ge "$T_PIXEL_MIN" ]; then
+      stage pixel "$PIXEL_LEFT" "$PY" -m envgen_jax.cli train --config configs/crafter_ppo_paper_agent.yaml \
+        --out "$RESULTS/pixel_run" --set seeds="$PIXEL_SEEDS" schedule.cycles=0 schedule.final_steps="$PIXEL_STEPS" \
+        output.progress=false output.tensorboard=false output.pictures=false output.checkpoint_minutes=1 \
+        "${PIXEL_ARGS[@]}"
+      STAGES=$STAGES,pixel_summary
+      stage pixel_summary "$T_SUMMARY" "$PY" benchmarks/pixel_agent_1m.py "$RESULTS/pixel_run" \
+        --out "$RESULTS/pixel_agent_1m.json"
+    else
+      say "stage pixel skipped: ${PIXEL_LEFT}s left for it (needs ${T_PIXEL_MIN}s)"
+      printf 'pixel\t%s\t0\tskipped: no time left\n' "$PIXEL_LEFT" >> "$RESULTS/stages.tsv"
+    fi ;;
+esac
+summarize
+say "done in $(( $(date +%s) - T0 ))s; $(ls "$OUT" | wc -l) files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+column -t -s $'\t' "$RESULTS/stages.tsv" 2>/dev/null | tee -a "$LOG"
+exit 0

@@ -11,17 +11,22 @@ Parts (`--parts envs,training,e2e`, default all three):
   e2e       the whole EnvGen run (`envgen_jax.run.loop.EnvGenRun`, timed through its callbacks) of `--config` (default configs/crafter_envgen.yaml:
             4 cycles x (LLM step, 0.12M steps in LLM envs, 0.12M in Crafter, evaluation) + 1M scored steps =
             1.96M steps per seed, rounded up to whole chunks) for each `--seeds` count (vmapped seeds), wall time
-            from building the run to its report, compile included (no persistent compilation cache), with the time
-            split into LLM step / training / evaluation / checkpoints / other and the compile work inside each.
+            from building the run to its report, compile included (no persistent compilation cache unless
+            `--compile-cache`), with the time split into LLM step / training / evaluation / checkpoints / other and
+            the compile work inside each, and the run's own record (report.json `phases`: compile, training,
+            evaluation, llm, checkpoint, other seconds; `compile`: each program, cache hit or not). While a run
+            goes, its row is saved after every section as `unfinished` with the time so far, so a run killed by a
+            time limit still says where its time went.
             The LLM is not what is measured: by default a deterministic scripted client answers every request with
             a valid design (`--llm scripted`); `--llm transcript:PATH` answers with the replies recorded in an
             `llm_transcript.jsonl`, in order (prompts may differ from the recorded run's); `--llm config` uses the
             run config's `llm:` as set (e.g. `--set llm.backend=replay --set llm.replay_path=PATH`, which must be
             the transcript of this very run: replay stops at the first prompt that differs).
 
-Each part writes <out-dir>/<part>_<tag>.json (environment: device, jax, commit, ...; settings; rows) and a PNG of
-its table; tag = gpu | cpu | <platform>_tiny. Rows from earlier invocations with the same code, device and settings
-are kept (so the parts and seed counts can run as separate commands within a time limit; `--fresh` starts anew).
+Each part writes <out-dir>/<part>_<tag>.json (environment: device, jax, commit, ...; settings; rows), replaced
+atomically as each row is measured, and a PNG of its table; tag = gpu | cpu | <platform>_tiny. Rows from earlier
+invocations with the same code, device and settings are kept (so the parts and seed counts can run as separate
+commands within a time limit; `--fresh` starts anew).
 
     python benchmarks/run_all.py                                  # GPU: every part at the default sizes
     python benchmarks/run_all.py --parts e2e --seeds 16           # one row, merged into e2e_gpu.json
@@ -48,7 +53,9 @@ import jax
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import (CPU_NOTE, ROOT, RESULTS, CompileTimer, designer_client,  # noqa: E402
-                               disable_persistent_cache, format_table, platform_tag, result_path, save_merged)
+                               disable_persistent_cache, format_table, platform_tag, result_path, save_merged,
+                               write_text_atomic)
+from envgen_jax.compile_cache import configure_compile_cache  # noqa: E402
 
 PARTS = ("envs", "training", "e2e")
 GPU_DEFAULTS = {"envs": [1024, 4096, 16384], "seeds": [1, 8, 16, 32], "env_steps": 128, "repeats": 3,
@@ -190,13 +197,18 @@ class _Clock:
             self.timer.category = self.stack[-1][0] if self.stack else "other"
 
 
-def timing_callbacks(clock: "_Clock"):
-    """Loop callbacks that time the run's sections (init, llm, train, evaluate, checkpoint) on `clock`."""
+def timing_callbacks(clock: "_Clock", after_section=None):
+    """Loop callbacks that time the run's sections (init, llm, train, evaluate, checkpoint) on `clock`; then
+    `after_section(name)`, if given (the e2e part saves its unfinished row there)."""
     from envgen_jax.run.loop import Callbacks
 
     class Timing(Callbacks):
+        @contextlib.contextmanager
         def section(self, name: str):
-            return clock(name)
+            with clock(name):
+                yield
+            if after_section is not None:
+                after_section(name)
 
     return Timing()
 
@@ -222,11 +234,26 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
     nominal = s.cycles * (s.llm_env_steps + s.original_env_steps) + s.final_steps
     log(f"e2e: {seeds} seed(s), {cfg.method} on {cfg.env}, {nominal:,} nominal steps per seed, "
         f"{cfg.ppo.num_envs} envs per seed ...")
+    save_row = getattr(args, "save_row", None)
+
+    def unfinished(section: str) -> None:
+        """The row so far, saved after each section: a run killed by a time limit still says where its time went
+        (replaced by the finished row)."""
+        if save_row is None:
+            return
+        phases = _read_json(out / "phases.json")
+        save_row({"seeds": seeds, "error": f"unfinished: stopped after its {section} section (killed or out of "
+                                           "time); phase_s_so_far says where the time went",
+                  "unfinished": True, "wall_s_so_far": time.perf_counter() - start,
+                  "phase_s_so_far": dict(clock.seconds), "compile_s_so_far": timer.total_s,
+                  "phases_so_far": phases.get("seconds"), "persistent_cache_hits_so_far": timer.cache_hits,
+                  "env_steps_per_seed_so_far": _steps_so_far(out / "metrics.jsonl"), "measured_at": _now()})
+
     with timer:
         start = time.perf_counter()
         with clock("build"):
             run = EnvGenRun(cfg, out, log=Prefixed(f"  [{seeds} seed(s)] "), llm_client=client,
-                            callbacks=timing_callbacks(clock))
+                            callbacks=timing_callbacks(clock, unfinished))
         report = run.run()
         wall = time.perf_counter() - start
     chunks = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
@@ -250,6 +277,9 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
         "compile_by_phase_s": compile_by,
         "compile_by_stage_s": timer.by_event, "backend_compiles": timer.backend_compiles,
         "persistent_cache_hits": timer.cache_hits, "phase_s": phases,
+        # The run's own record (report.json): compile, training, evaluation, llm, checkpoint, other seconds, and
+        # every program it compiled or loaded from the persistent cache.
+        "phases": report.get("phases"), "programs": _program_counts(report.get("compile")),
         "phase_excluding_compile_s": {k: v - compile_by.get(k, 0.0) for k, v in phases.items()},
         "env_steps_per_seed": report["env_steps"], "nominal_env_steps_per_seed": nominal,
         "env_steps_total": report["env_steps"] * seeds, "scored_env_steps_per_seed": report["scored_env_steps"],
@@ -270,6 +300,29 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
         f"{row['env_steps_total']:,} env steps, {row['sps_wall']:,.0f} steps/s overall; score "
         f"{_fmt(report['score'])} +/- {_fmt(report['score_std'])}")
     return row
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _steps_so_far(metrics: Path) -> int | None:
+    try:
+        lines = [line for line in metrics.read_text().splitlines() if line.strip()]
+    except OSError:
+        return None
+    return json.loads(lines[-1])["env_steps"] if lines else 0
+
+
+def _program_counts(record: dict | None) -> dict | None:
+    """{"compiled", "cache_hits", "seconds", "names"} from a run's compile record."""
+    if not record:
+        return None
+    return {"compiled": record["compiled"], "cache_hits": record["cache_hits"], "seconds": record["seconds"],
+            "names": sorted({p["name"] for p in record["programs"]})}
 
 
 def _fmt(x) -> str:
@@ -297,7 +350,10 @@ def e2e_header(args) -> dict:
                           "compile_s sums JAX's trace + lowering + backend-compile durations (jax.monitoring); "
                           "sps_wall = env steps of all seeds / wall_s; sps_train_steady_median = the median "
                           "training chunk's steps/s after the first chunk; peak_device_memory_bytes is the "
-                          "process's peak so far (rows run in order of --seeds)"}
+                          "process's peak so far (rows run in order of --seeds); phases: the run's own seconds "
+                          "per phase with compile taken out of each (report.json), programs: what it compiled "
+                          "(compiled) or loaded from the persistent cache (cache_hits); a row with unfinished: "
+                          "true is a run that was stopped, with its time so far"}
 
 
 def e2e_rows(args, log):
@@ -327,22 +383,24 @@ def e2e_aims(rows: list[dict]) -> dict:
 def e2e_table(payload: dict) -> tuple[list[str], list[list]]:
     headers = ["seeds", "wall s", "compile s", "LLM s", "train s", "eval s", "ckpt s", "steps/seed", "total steps",
                "steps/s (wall)", "steady train steps/s", "wall / 1-seed wall", "throughput / 1-seed", "score",
-               "compile-cache hits"]
+               "compile-cache hits", "programs compiled"]
     good = [r for r in payload["rows"] if "error" not in r]
     base = next((r for r in good if r["seeds"] == 1), None)
     rows = []
     for r in payload["rows"]:
         if "error" in r:
-            rows.append([r["seeds"], *(["error"] * 14)])
+            rows.append([r["seeds"], *(["unfinished" if r.get("unfinished") else "error"] * 15)])
             continue
-        ph = r["phase_s"]
-        rows.append([r["seeds"], r["wall_s"], r["compile_s"], ph.get("llm", 0.0), ph.get("train", 0.0),
-                     ph.get("evaluate", 0.0), ph.get("checkpoint", 0.0), r["env_steps_per_seed"],
+        ph, own = r["phase_s"], r.get("phases")  # own: the run's phases, compile taken out of each
+        phase_cells = ([own["compile"], own["llm"], own["training"], own["evaluation"], own["checkpoint"]] if own
+                       else [r["compile_s"], ph.get("llm", 0.0), ph.get("train", 0.0), ph.get("evaluate", 0.0),
+                             ph.get("checkpoint", 0.0)])
+        rows.append([r["seeds"], r["wall_s"], *phase_cells, r["env_steps_per_seed"],
                      r["env_steps_total"], r["sps_wall"], r["sps_train_steady_median"],
                      r["wall_s"] / base["wall_s"] if base else None,
                      r["sps_wall"] / base["sps_wall"] if base else None,
                      None if r["score"] is None else f"{r['score']:.1f}+/-{r['score_std']:.1f}",
-                     r["persistent_cache_hits"]])
+                     r["persistent_cache_hits"], (r.get("programs") or {}).get("compiled")])
     return headers, rows
 
 
@@ -495,8 +553,9 @@ def parse_args(argv=None):
     ap.add_argument("--report-only", action="store_true",
                     help="measure nothing: print the tables and redraw the plots of the saved results")
     ap.add_argument("--compile-cache", action="store_true",
-                    help="allow JAX's persistent compilation cache (off by default outside --cpu-tiny: compile "
-                         "times are measured)")
+                    help="use JAX's persistent compilation cache as `envgen-jax train` does ($XDG_CACHE_HOME/"
+                         "envgen_jax/xla, or JAX_COMPILATION_CACHE_DIR when set); off by default outside --cpu-tiny: "
+                         "compile times are measured")
     args = ap.parse_args(argv)
     d = TINY_DEFAULTS if args.cpu_tiny else GPU_DEFAULTS
     for name in ("envs", "seeds", "env_steps", "repeats", "train_steps", "train_updates", "width"):
@@ -511,7 +570,9 @@ def parse_args(argv=None):
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    if not args.cpu_tiny and not args.compile_cache:
+    if args.compile_cache:
+        configure_compile_cache(True)  # the project's cache folder, or JAX_COMPILATION_CACHE_DIR when set
+    elif not args.cpu_tiny:
         disable_persistent_cache()
 
     def log(msg: str) -> None:
@@ -531,18 +592,25 @@ def main(argv=None) -> dict:
         if not args.report_only:
             head = {**header(args), "cpu_tiny": args.cpu_tiny, "note": note or None,
                     "command": ["benchmarks/run_all.py", *(argv if argv is not None else sys.argv[1:])]}
-            first = True
-            for row in rows(args, log):  # saved row by row: a run stopped by a time limit keeps what it measured
-                path = save_merged(part, {**head, "rows": [row]}, key, args.out_dir, tag,
-                                   fresh=args.fresh and first, log=log if first else (lambda m: None))
-                first = False
+            first = [True]
+
+            def save_row(row: dict) -> Path:
+                """Saved row by row, atomically: a run stopped by a time limit keeps what it measured."""
+                saved = save_merged(part, {**head, "rows": [row]}, key, args.out_dir, tag,
+                                    fresh=args.fresh and first[0], log=log if first[0] else (lambda m: None))
+                first[0] = False
+                return saved
+
+            args.save_row = save_row
+            for row in rows(args, log):
+                path = save_row(row)
         if not path.exists():
             log(f"{part}: no results in {path}")
             continue
         merged = json.loads(path.read_text())
         if aims is not None:
             merged["aims"] = aims(merged["rows"])
-            path.write_text(json.dumps(merged, indent=2))
+            write_text_atomic(path, json.dumps(merged, indent=2))
         headers, cells = table(merged)
         log("\n" + format_table(headers, cells, title=f"== {part} ({merged['environment']['device']}"
                                  + (", NOT FOR QUOTING ABSOLUTE SPEEDS" if merged.get("note") else "") + ")"))

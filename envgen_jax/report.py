@@ -71,10 +71,11 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
 
 
 def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_seconds: float,
-                 method_entries: dict) -> dict:
+                 method_entries: dict, timing: dict | None = None) -> dict:
     """Write report.json, report.md and the plots of a finished run from its data: the run configuration, the loop
-    state (`envgen_jax.run.loop.LoopState`), the achievement names, the steps of the scored phase, the wall time and
-    the method's own entries (its `report_entries`, e.g. sfl's selections). Returns the report dict."""
+    state (`envgen_jax.run.loop.LoopState`), the achievement names, the steps of the scored phase, the wall time,
+    the method's own entries (its `report_entries`, e.g. sfl's selections) and `timing`: the `compile` record and
+    `phases` seconds (`envgen_jax.compile_record.RunTiming.report_fields`). Returns the report dict."""
     out, names, game = Path(out), list(names), games.get(cfg.env)
     summary = scored_summary(state.scored, names, cfg.env)
     final_eval = next((e for e in reversed(state.evals) if e.get("final")), None)
@@ -95,6 +96,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         "environments": state.designs,
         "environment_learning": environment_learning(state, names),
     }
+    report.update(timing or {})
     if getattr(state, "first_unlock", None):  # the paper's unlock times: per achievement, per seed (None: never)
         report["first_unlock_steps"] = {n: [row[a] for row in state.first_unlock] for a, n in enumerate(names)}
     if cfg.sweep.active:
@@ -177,11 +179,21 @@ def _pm(m, s, digits=1) -> str:
     return f"{m:.{digits}f} +/- {s:.{digits}f}" if s is not None else f"{m:.{digits}f}"
 
 
+def _time_line(r: dict) -> list[str]:
+    """Where the wall time went (runs that recorded it), as one line."""
+    if not r.get("phases") or not r.get("compile"):
+        return []
+    c = r["compile"]
+    phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in r["phases"].items())
+    return ["", f"Time per phase: {phases}; {len(c['programs'])} programs compiled or loaded, "
+                f"{c['cache_hits']} from the persistent compilation cache (compile.json, phases.json)."]
+
+
 def _markdown(r: dict, names, plots: list[str]) -> str:
     lines = [f"# {r['method']} on {r['env']}", "",
              f"{r['seeds']} seed(s) from {r['first_seed']}; {r['env_steps']:,} env steps per seed, of which "
              f"{r['scored_env_steps']:,} scored; {r['llm_calls']} LLM calls ({r['llm_seconds']:.0f} s); "
-             f"{r['wall_seconds']:.0f} s wall time.", "",
+             f"{r['wall_seconds']:.0f} s wall time.", *_time_line(r), "",
              "| model | LLM calls | score % | reward | scored episodes per seed |", "|---|---|---|---|---|",
              f"| this run: {r['method']} | {r['llm_calls']} | {_pm(r['score'], r['score_std'])} | "
              f"{_pm(r['reward'], r['reward_std'])} | {', '.join(str(e) for e in r['episodes_per_seed'])} |"]

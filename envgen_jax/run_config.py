@@ -81,6 +81,10 @@ class OutputConfig(Declared):
     """draw each cycle's environments (worlds/cycle_K.png)"""
     progress: bool = True
     """progress bar on the terminal"""
+    compile_cache: bool = True
+    """`envgen-jax train` and `study`: keep compiled programs in JAX's persistent cache,
+    $XDG_CACHE_HOME/envgen_jax/xla (default ~/.cache/envgen_jax/xla), so a run with the same shapes compiles nothing;
+    ENVGEN_JAX_COMPILE_CACHE=0 turns it off too, and an explicit JAX_COMPILATION_CACHE_DIR wins (docs/devices.md)"""
 
     PATH, WHAT = "output.", "output"
 

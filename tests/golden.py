@@ -41,7 +41,7 @@ CASES = {  # name -> overrides of configs/smoke.yaml
     "ppo": TINY + ["method=ppo"],
     "envgen": TINY + LLM,
 }
-TIMING_REPORT = ("wall_seconds", "llm_seconds")
+TIMING_REPORT = ("wall_seconds", "llm_seconds", "compile", "phases")  # where the time went differs
 TIMING_METRICS = ("steps_per_second", "seconds")
 KILL_AT_CHUNK = 6  # cycle 1: 2 + 2 chunks; cycle 2: LLM step, then chunk 5 of the LLM phase is the last checkpointed
 

@@ -61,6 +61,7 @@ def add_train_command(commands) -> None:
 
 
 def cmd_train(args) -> int:
+    from envgen_jax.compile_cache import configure_compile_cache
     from envgen_jax.run.loop import EnvGenRun, check_no_run_there
     from envgen_jax.run.parts import RunParts, checkpoint_bytes, parameter_count
     from envgen_jax.run.plan import describe_plan
@@ -85,6 +86,7 @@ def cmd_train(args) -> int:
         return 0
     print(f"agent: {cfg.ppo.network} network on {cfg.observation} observations, {parameter_count(parts):,} "
           f"parameters per agent")
+    print(f"compilation cache: {configure_compile_cache(cfg.output.compile_cache) or 'off'}")
     run = EnvGenRun.resume(out) if args.resume else EnvGenRun(cfg, out)
     start = time.monotonic()
     try:
@@ -148,9 +150,11 @@ def add_study_command(commands) -> None:
 
 
 def cmd_study(args) -> int:
+    from envgen_jax.compile_cache import configure_compile_cache
     from envgen_jax.study import resolve, run_study
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     settings = resolve(args.config, methods, args.seeds, args.overrides)
     out = Path(args.out or Path("runs") / Path(args.config).stem)
+    configure_compile_cache(settings.run_config(settings.methods[0]).output.compile_cache)
     return run_study(settings, out)

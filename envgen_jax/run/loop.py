@@ -29,6 +29,7 @@ import jax
 import numpy as np
 import yaml
 
+from envgen_jax.compile_record import RunTiming
 from envgen_jax.run.design_step import DesignStep
 from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
 from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
@@ -67,7 +68,8 @@ class EnvGenRun:
                  callbacks: Callbacks | None = None):
         self.cfg, self.out = cfg, Path(out_dir)
         self.log = log or logger
-        self.callbacks = callbacks or Callbacks()
+        # hook (issue 44): the sections are timed into phases.json and compile.json, then run the given callbacks
+        self.callbacks = RunTiming(self.out, callbacks or Callbacks())
         self.state = state or LoopState()
         parts = RunParts.of(cfg)  # the game, its env and the method's class, looked up once
         self.game, self.env = parts.game, parts.env
@@ -108,6 +110,7 @@ class EnvGenRun:
         (self.out / "config.yaml").write_text(yaml.safe_dump(self.cfg.to_dict(), sort_keys=False))
         # Drop chunks recorded after the checkpoint we start from (all of them when a killed run had none yet).
         self.records.truncate(self.state.metrics_lines)
+        self.callbacks.start(resumed=self._resume_from is not None)  # hook (issue 44)
         total_steps = train_updates(self.plan) * self.cfg.steps_per_update
         self.log.info(f"envgen-jax: {self.cfg.method} on {self.cfg.env}, {self.cfg.num_agents} agent(s), "
                       f"{total_steps:,} env steps per seed, output in {self.out}")
@@ -136,6 +139,7 @@ class EnvGenRun:
                     self._advance()
                     self._checkpoint(ts, reason="cycle boundary")
         finally:
+            self.callbacks.stop()  # hook (issue 44)
             bar.close()
             self._checkpoints.close()
             self.design.close()
@@ -144,7 +148,8 @@ class EnvGenRun:
         report = write_report(self.out, self.cfg, self.state, list(self.env.achievement_names),
                               scored_env_steps=train_updates(self.plan, "final") * self.cfg.steps_per_update,
                               wall_seconds=self.state.wall_seconds + (time.monotonic() - self._session_start),
-                              method_entries=self.method.report_entries(self.state.method))
+                              method_entries=self.method.report_entries(self.state.method),
+                              timing=self.callbacks.report_fields())  # hook (issue 44)
         if report["score"] is not None:
             self.log.info(f"done: score {report['score']:.2f} +/- {report['score_std']:.2f} %, reward "
                           f"{report['reward']:.2f} +/- {report['reward_std']:.2f}; report: {self.out / 'report.md'}")

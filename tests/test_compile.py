@@ -1,0 +1,206 @@
+"""Compile once (issue 44): the persistent compilation cache of `envgen-jax train`, the compile record and the
+per-phase times in the run directory and report.json, and benchmark rows that survive a kill."""
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import pytest
+
+from envgen_jax.compile_cache import ENV_SWITCH, configure_compile_cache, default_cache_dir
+from envgen_jax.compile_record import PHASES, PhaseTimer
+from envgen_jax.schema import ConfigError
+from tests import golden
+
+ROOT = Path(__file__).resolve().parent.parent
+# LLVM at -O0 halves these tiny programs' compile time (as in test_benchmarks.py); the same flags in every run
+# below, since they are part of the cache key.
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+
+
+@pytest.fixture
+def no_configured_cache(monkeypatch):
+    """This process as `envgen-jax train` starts: no cache folder chosen yet (conftest chose the suite's)."""
+    saved = (jax.config.jax_compilation_cache_dir, jax.config.jax_persistent_cache_min_compile_time_secs)
+    jax.config.update("jax_compilation_cache_dir", None)
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    yield
+    jax.config.update("jax_compilation_cache_dir", saved[0])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
+
+
+def test_cache_folder_under_xdg_cache_home_and_switches(no_configured_cache, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "envgen_jax" / "xla"
+    assert configure_compile_cache(False) is None and jax.config.jax_compilation_cache_dir is None  # the setting
+    monkeypatch.setenv(ENV_SWITCH, "0")
+    assert configure_compile_cache(True) is None  # the variable wins over the setting
+    monkeypatch.setenv(ENV_SWITCH, "maybe")
+    with pytest.raises(ConfigError, match=f"{ENV_SWITCH}: 'maybe' is not one of 1, true, on, yes, 0, false"):
+        configure_compile_cache(True)
+    monkeypatch.setenv(ENV_SWITCH, "1")
+    folder = configure_compile_cache(False)
+    assert folder == str(tmp_path / "xdg" / "envgen_jax" / "xla") == jax.config.jax_compilation_cache_dir
+    assert Path(folder).is_dir() and not list(Path(folder).iterdir())  # the write probe left nothing behind
+    # A folder chosen before (JAX_COMPILATION_CACHE_DIR, the test suite's) is kept.
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path / "theirs"))
+    assert configure_compile_cache(True) == str(tmp_path / "theirs") == jax.config.jax_compilation_cache_dir
+
+
+def test_a_cache_folder_that_cannot_be_written_is_a_warning(no_configured_cache, monkeypatch, tmp_path, caplog):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # as root, a read-only mode would not stop the writes
+    with caplog.at_level(logging.WARNING, logger="envgen_jax"):
+        assert configure_compile_cache(True) is None
+    assert jax.config.jax_compilation_cache_dir is None  # the run goes on uncached
+    assert any("cannot be written" in r.getMessage() and str(blocker) in r.getMessage() for r in caplog.records)
+
+
+def test_phase_times_nest_sum_to_the_wall_and_are_written_as_they_end(tmp_path):
+    compiled = [0.0]
+    path = tmp_path / "phases.json"
+    timer = PhaseTimer(path, lambda: compiled[0], earlier={"training": 5.0}, sessions=2)
+    start = time.monotonic()
+    with timer.section("train"):
+        assert json.loads(path.read_text())["running"] == "training"
+        time.sleep(0.02)
+        compiled[0] += 0.01  # compile work inside training goes to "compile"
+        with timer.section("checkpoint"):
+            time.sleep(0.01)
+    written = json.loads(path.read_text())
+    assert written["running"] is None and written["sessions"] == 2
+    with timer.section("init"):  # not one of the named phases: other
+        pass
+    totals = timer.totals()
+    wall = time.monotonic() - start
+    assert list(totals) == list(PHASES)
+    assert totals["compile"] == pytest.approx(0.01, abs=1e-3)
+    assert totals["training"] >= 5.0 + 0.01 - 1e-3 and totals["checkpoint"] >= 0.01 - 1e-3
+    assert sum(totals.values()) - 5.0 == pytest.approx(wall, abs=0.01)
+    assert not list(tmp_path.glob(".*partial"))
+
+
+def _env(cache_home: Path) -> dict:
+    """A process as a user starts one: no JAX_COMPILATION_CACHE_DIR (conftest's), the project's folder under
+    `cache_home`, the suite's fast-compile flags (part of the cache key, so alike in every run)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", ENV_SWITCH)}
+    env.update({"JAX_PLATFORMS": "cpu", "XDG_CACHE_HOME": str(cache_home), "OMP_WAIT_POLICY": "PASSIVE",
+                "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()})
+    return env
+
+
+# A program compiled in a fresh process through the project's cache setup; prints the compile record.
+SMALL_PROGRAM = """
+import json, jax, jax.numpy as jnp
+from envgen_jax.compile_cache import configure_compile_cache
+from envgen_jax.compile_record import CompileRecord
+folder = configure_compile_cache(True)
+with CompileRecord() as record:
+    jax.block_until_ready(jax.jit(lambda x: jnp.sin(x) * 2 + x.sum())(jnp.ones((3, 5))))
+print(json.dumps({"folder": folder, **record.summary()}))
+"""
+
+
+def _small_program(cache_home: Path) -> tuple[dict, str]:
+    proc = subprocess.run([sys.executable, "-c", SMALL_PROGRAM], cwd=ROOT, env=_env(cache_home), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stdout + proc.stderr
+
+
+def test_a_corrupt_entry_is_compiled_again_and_an_unwritable_folder_runs_uncached(tmp_path):
+    first, _ = _small_program(tmp_path / "xdg")
+    assert first["folder"] == str(tmp_path / "xdg" / "envgen_jax" / "xla") == first["cache_dir"]
+    assert first["compiled"] == len(first["programs"]) > 0 and first["cache_hits"] == 0
+    assert any(p["largest"] == ["float32[3,5]"] for p in first["programs"])  # the input shapes
+    second, _ = _small_program(tmp_path / "xdg")  # a fresh process: every (tiny) program from the cache
+    assert second["compiled"] == 0 and second["cache_hits"] == len(first["programs"])
+    for entry in Path(first["folder"]).glob("*-cache"):
+        entry.write_bytes(entry.read_bytes()[:20] + b"garbage")  # truncated, then garbage
+    third, output = _small_program(tmp_path / "xdg")
+    assert third["compiled"] == len(first["programs"]) and third["cache_hits"] == 0
+    assert "Error reading persistent compilation cache entry" in output
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    uncached, output = _small_program(blocker)
+    assert uncached["folder"] is None and uncached["cache_dir"] is None and uncached["compiled"] > 0
+    assert "cannot be written" in output
+
+
+def _train(out: Path, cache_home: Path) -> subprocess.CompletedProcess:
+    overrides = [*golden.TINY, "method=ppo"]
+    return subprocess.run([sys.executable, "-m", "envgen_jax.cli", "train", "--config",
+                           str(ROOT / "configs" / "smoke.yaml"), "--out", str(out),
+                           *sum([["--set", s] for s in overrides], [])],
+                          cwd=ROOT, env=_env(cache_home), capture_output=True, text=True, timeout=900)
+
+
+def _compile_of(out: Path) -> dict:
+    report = json.loads((out / "report.json").read_text())
+    assert report["compile"] == json.loads((out / "compile.json").read_text())
+    phases = json.loads((out / "phases.json").read_text())
+    assert list(report["phases"]) == list(PHASES) and phases["running"] is None
+    assert set(phases["seconds"]) == set(PHASES)
+    return report["compile"]
+
+
+@pytest.mark.slow
+def test_a_second_run_compiles_nothing(tmp_path):
+    # The project's folder kept under the suite's .cache (as conftest keeps its own): a later session's first run
+    # is warm too; whatever the first run compiled or loaded, the second loads every program.
+    cache_home = ROOT / ".cache" / "xdg"
+    folder = cache_home / "envgen_jax" / "xla"
+    first_run = _train(tmp_path / "first", cache_home)
+    assert first_run.returncode == 0, first_run.stderr[-3000:]
+    assert f"compilation cache: {folder}" in first_run.stdout
+    first = _compile_of(tmp_path / "first")
+    assert first["cache_dir"] == str(folder) and first["compiled"] + first["cache_hits"] == len(first["programs"]) > 0
+    chunk = [p for p in first["programs"] if "train_chunk" in p["name"]]
+    assert chunk and chunk[0]["inputs"] > 0 and chunk[0]["largest"]  # its input shapes, e.g. "float32[2,1345,32]"
+
+    second_run = _train(tmp_path / "second", cache_home)  # a fresh process, the same shapes
+    assert second_run.returncode == 0, second_run.stderr[-3000:]
+    second = _compile_of(tmp_path / "second")
+    assert second["compiled"] == 0 and second["cache_hits"] == len(second["programs"]) == len(first["programs"])
+    assert sorted(p["name"] for p in second["programs"]) == sorted(p["name"] for p in first["programs"])
+
+
+@pytest.mark.slow
+def test_a_killed_e2e_benchmark_keeps_its_rows(tmp_path):
+    """Rows are saved as measured, and a row being measured is saved after each section with its time so far: a
+    kill -9 in the second seed count's run leaves the first row whole and the second as `unfinished`."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "OMP_WAIT_POLICY": "PASSIVE",
+           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()}
+    proc = subprocess.Popen([sys.executable, "benchmarks/run_all.py", "--cpu-tiny", "--parts", "e2e", "--seeds",
+                             "1,2", "--out-dir", str(tmp_path), "--runs-dir", str(tmp_path / "runs")],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path = tmp_path / "e2e_cpu.json"
+
+    def rows():
+        try:
+            return {r["seeds"]: r for r in json.loads(path.read_text())["rows"]}
+        except (OSError, ValueError):  # not written yet (a partial file is never seen: writes are atomic)
+            return {}
+
+    deadline = time.monotonic() + 900
+    try:
+        while not (2 in rows() and rows()[2].get("phase_s_so_far", {}).get("train")):
+            assert proc.poll() is None, "run_all ended before the kill point"
+            assert time.monotonic() < deadline, "timed out waiting for the kill point"
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    saved = rows()
+    assert "error" not in saved[1] and saved[1]["wall_s"] > 0
+    assert set(saved[1]["phases"]) == set(PHASES) and saved[1]["programs"]["compiled"] >= 0
+    assert saved[2]["unfinished"] is True and "unfinished" in saved[2]["error"]
+    assert saved[2]["wall_s_so_far"] > 0 and saved[2]["phase_s_so_far"]["train"] > 0
