@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import (CPU_NOTE, ROOT, RESULTS, CompileTimer, designer_client,  # noqa: E402
                                disable_persistent_cache, format_table, platform_tag, result_path, save_merged,
                                write_text_atomic)
-from envgen_jax.compile_cache import configure_compile_cache  # noqa: E402
+from envgen_jax.run.compile_cache import configure_compile_cache  # noqa: E402
 
 PARTS = ("envs", "training", "e2e")
 GPU_DEFAULTS = {"envs": [1024, 4096, 16384], "seeds": [1, 8, 16, 32], "env_steps": 128, "repeats": 3,

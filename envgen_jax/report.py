@@ -75,7 +75,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
     """Write report.json, report.md and the plots of a finished run from its data: the run configuration, the loop
     state (`envgen_jax.run.loop.LoopState`), the achievement names, the steps of the scored phase, the wall time,
     the method's own entries (its `report_entries`, e.g. sfl's selections) and `timing`: the `compile` record and
-    `phases` seconds (`envgen_jax.compile_record.RunTiming.report_fields`). Returns the report dict."""
+    `phases` seconds (`envgen_jax.run.compile_record.RunTiming.report_fields`). Returns the report dict."""
     out, names, game = Path(out), list(names), games.get(cfg.env)
     summary = scored_summary(state.scored, names, cfg.env)
     final_eval = next((e for e in reversed(state.evals) if e.get("final")), None)

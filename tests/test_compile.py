@@ -13,8 +13,8 @@ from pathlib import Path
 import jax
 import pytest
 
-from envgen_jax.compile_cache import ENV_SWITCH, configure_compile_cache, default_cache_dir
-from envgen_jax.compile_record import PHASES, PhaseTimer
+from envgen_jax.run.compile_cache import ENV_SWITCH, configure_compile_cache, default_cache_dir
+from envgen_jax.run.compile_record import PHASES, PhaseTimer
 from envgen_jax.schema import ConfigError
 from tests import golden
 
@@ -100,8 +100,8 @@ def _env(cache_home: Path) -> dict:
 # A program compiled in a fresh process through the project's cache setup; prints the compile record.
 SMALL_PROGRAM = """
 import json, jax, jax.numpy as jnp
-from envgen_jax.compile_cache import configure_compile_cache
-from envgen_jax.compile_record import CompileRecord
+from envgen_jax.run.compile_cache import configure_compile_cache
+from envgen_jax.run.compile_record import CompileRecord
 folder = configure_compile_cache(True)
 with CompileRecord() as record:
     jax.block_until_ready(jax.jit(lambda x: jnp.sin(x) * 2 + x.sum())(jnp.ones((3, 5))))

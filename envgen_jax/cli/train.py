@@ -61,7 +61,7 @@ def add_train_command(commands) -> None:
 
 
 def cmd_train(args) -> int:
-    from envgen_jax.compile_cache import configure_compile_cache
+    from envgen_jax.run.compile_cache import configure_compile_cache
     from envgen_jax.run.loop import EnvGenRun, check_no_run_there
     from envgen_jax.run.parts import RunParts, checkpoint_bytes, parameter_count
     from envgen_jax.run.plan import describe_plan
@@ -150,7 +150,7 @@ def add_study_command(commands) -> None:
 
 
 def cmd_study(args) -> int:
-    from envgen_jax.compile_cache import configure_compile_cache
+    from envgen_jax.run.compile_cache import configure_compile_cache
     from envgen_jax.study import resolve, run_study
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 import yaml
 
-from envgen_jax.compile_record import RunTiming
+from envgen_jax.run.compile_record import RunTiming
 from envgen_jax.run.design_step import DesignStep
 from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
 from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
