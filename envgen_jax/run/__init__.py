@@ -10,6 +10,8 @@
   progress.py     the progress bar (tqdm)
   log.py          RunLog: metrics.jsonl and TensorBoard scalars; the console log
   provenance.py   where a result came from (commit, versions, device)
+  compile_record.py  every program XLA compiles or loads, and the seconds per phase of a run
+  compile_cache.py   JAX's persistent compilation cache for `train` and `study`
 
 Import the modules themselves (`from envgen_jax.run.loop import EnvGenRun`): this file imports nothing, so the
 methods can use `run.view` and `run.rows` without an import cycle.

@@ -27,7 +27,7 @@ from typing import Any
 import jax
 
 PHASES = ("compile", "training", "evaluation", "llm", "checkpoint", "other")
-# The loop's sections (`envgen_jax.loop.Callbacks.section`) -> phases; "init" and anything unnamed is "other".
+# The loop's sections (`envgen_jax.run.loop.Callbacks.section`) -> phases; "init" and anything unnamed is "other".
 SECTION_PHASE = {"train": "training", "evaluate": "evaluation", "llm": "llm", "checkpoint": "checkpoint"}
 
 _TRACE = "/jax/core/compile/jaxpr_trace_duration"
