@@ -63,3 +63,16 @@ def test_row_assignment():
     rows = assign_rows("mixed", 8, 2, 2, 2, 0.5, True)
     assert rows.shape == (2, 8) and (rows[:, :4] == 0).all()
     assert set(rows[0, 4:]) == {1, 2} and set(rows[1, 4:]) == {3, 4} and rows.dtype == np.int32
+
+
+def test_parameter_count_is_the_networks_for_every_method():
+    """The count printed before every run and by --dry-run: the same network whether or not the method's trainer
+    carries a level sampler's state beside the agent's (plr once failed here: its state has no `params`)."""
+    from envgen_jax.run.parts import RunParts, parameter_count
+    from envgen_jax.run_config import load_run_config
+
+    counts = {name: parameter_count(RunParts.of(load_run_config(f"configs/{name}.yaml")))
+              for name in ("crafter_ppo", "crafter_plr", "crafter_sfl", "crafter_envgen")}
+    assert set(counts.values()) == {827_410}, counts  # 2 x 256 actor and critic MLPs on the 1345-d observation
+    seeds = load_run_config("configs/crafter_ppo.yaml", ["seeds=3"])
+    assert parameter_count(RunParts.of(seeds)) == 827_410  # per agent, not per vmapped seed stack

@@ -13,6 +13,7 @@ import numpy as np
 
 from envgen_jax import games, methods
 from envgen_jax.methods.base import Method
+from envgen_jax.trainer.networks import count_params
 from envgen_jax.trainer.train import Trainer, make_trainer
 
 
@@ -46,6 +47,6 @@ def checkpoint_bytes(parts: RunParts) -> int:
 
 
 def parameter_count(parts: RunParts) -> int:
-    """Parameters of one agent's network (shapes only: nothing is computed)."""
-    params = jax.tree.leaves(parts.abstract_train_state().params)
-    return sum(leaf.size for leaf in params) // parts.cfg.num_agents
+    """Parameters of one agent's network: its init, as shapes only (no env reset traced, nothing computed)."""
+    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    return count_params(jax.eval_shape(parts.make_trainer().agent.init, key))
