@@ -5,7 +5,6 @@ device), compile-time accounting through `jax.monitoring`, and small table helpe
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 from pathlib import Path
@@ -57,16 +56,8 @@ def time_interleaved(calls: dict[str, tuple[Callable, tuple]], repeats: int = 3)
     return out
 
 
+from envgen_jax.run.log import write_text_atomic  # noqa: E402,F401 (re-exported)
 from envgen_jax.run.provenance import code_version, environment, git_commit  # noqa: E402,F401 (re-exported)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder and os.replace: a kill mid-write leaves the
-    previous file whole (the resumable benchmarks rewrite theirs after every measurement, hours of LLM calls)."""
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
 
 
 def platform_tag(tiny: bool = False) -> str:

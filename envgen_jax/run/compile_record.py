@@ -18,13 +18,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import jax
+
+from envgen_jax.run.log import write_text_atomic
 
 PHASES = ("compile", "training", "evaluation", "llm", "checkpoint", "other")
 # The loop's sections (`envgen_jax.run.loop.Callbacks.section`) -> phases; "init" and anything unnamed is "other".
@@ -36,14 +37,6 @@ _BACKEND = "/jax/core/compile/backend_compile_duration"  # an XLA compile, or a 
 _CACHE_HIT = "/jax/compilation_cache/cache_hits"
 _SHAPES_LOGGER = "jax._src.interpreters.pxla"  # logs "Compiling <name> with global shapes and types [...]"
 _MAX_SHAPES = 8
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Through a temporary file and os.replace: a kill mid-write leaves the previous file whole."""
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(partial, path)
 
 
 class _ShapeCapture(logging.Filter):
@@ -233,9 +226,10 @@ class PhaseTimer:
         totals = self.totals()
         running = self._stack[-1][0] if len(self._stack) > 1 else None
         with contextlib.suppress(OSError):  # a full disk must not stop training
-            write_json_atomic(self.path, {"seconds": totals, "wall_seconds": round(sum(totals.values()), 3),
-                                          "running": running, "sessions": self.sessions,
-                                          "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            write_text_atomic(self.path, json.dumps({
+                "seconds": totals, "wall_seconds": round(sum(totals.values()), 3), "running": running,
+                "sessions": self.sessions, "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                indent=1))
 
 
 class RunTiming:
@@ -272,7 +266,7 @@ class RunTiming:
 
     def _save_record(self) -> None:
         with contextlib.suppress(OSError):
-            write_json_atomic(self.out / "compile.json", self.record.summary())
+            write_text_atomic(self.out / "compile.json", json.dumps(self.record.summary(), indent=1))
 
     def stop(self) -> None:
         if self.record is None:

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from envgen_jax.trainer.metrics import nan_to_none  # noqa: F401 -- re-exported for the loop
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same folder and os.replace: a kill mid-write leaves the
+    previous file whole (a run's phases and compile record; the resumable benchmarks' results)."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 logger = logging.getLogger("envgen_jax.run")
 
