@@ -68,6 +68,9 @@ LOW_SAMPLE = dict(num_envs=64, num_steps=64, update_epochs=4, num_minibatches=8,
                   clip_value=False, value_norm=True, width=256, depth=2, activation="relu", layer_norm=True,
                   resets_per_step=1)
 
+# The second round's best (lowsample_mlp_gru with 32 envs x 128-step sequences), base of the third round.
+SEQ128 = {**LOW_SAMPLE, "num_envs": 32, "num_steps": 128, "recurrent": "gru", "memory_size": 256}
+
 RECIPES: dict[str, dict] = {
     "baseline_study": {"ppo": STUDY_V1, "why": "the first CPU study's agent (Craftax_Baselines' settings, 2 x 128)"},
     "lowsample_mlp": {"ppo": LOW_SAMPLE, "why": "low-sample PPO settings, flat MLP (2 x 256, LayerNorm, ReLU)"},
@@ -99,8 +102,7 @@ RECIPES: dict[str, dict] = {
                                      "recurrent": "gru", "memory_size": 256},
                              "why": "as lowsample_resmap, with a GRU (256) over the encoder (heads see [features, "
                                     "GRU]), trained on whole 64-step sequences from the stored state"},
-    "lowsample_mlp_gru_seq128": {"ppo": {**LOW_SAMPLE, "num_envs": 32, "num_steps": 128, "recurrent": "gru",
-                                         "memory_size": 256},
+    "lowsample_mlp_gru_seq128": {"ppo": SEQ128,
                                  "why": "as lowsample_mlp_gru with 32 envs x 128 steps: the same batch, sequences "
                                         "twice as long for backpropagation through time"},
     "lowsample_resmap_lr": {"ppo": {**LOW_SAMPLE, "network": "map", "map_channels": (32,), "map_res_blocks": 2},
@@ -110,6 +112,16 @@ RECIPES: dict[str, dict] = {
     "lowsample_resmap_epochs2": {"ppo": {**LOW_SAMPLE, "network": "map", "map_channels": (32,),
                                          "map_res_blocks": 2, "update_epochs": 2},
                                  "why": "as lowsample_resmap with 2 epochs per rollout (a smaller step per update)"},
+    # Third round (issue 42): the step size of the second round's best (lowsample_mlp_gru_seq128, 12.4 scored; it
+    # ran at approximate KL 0.06-0.07 per minibatch late in training): learning rate and clip range in one traced
+    # grid, then a KL limit per update (ppo.target_kl: static, one program each).
+    "seq128_step": {"ppo": SEQ128, "grid": {"lr": [1.5e-4, 6e-4, 3e-4, 3e-4], "clip_eps": [0.2, 0.2, 0.1, 0.3]},
+                    "why": "lowsample_mlp_gru_seq128's step size in one compile: lr 1.5e-4 and 6e-4 (clip .2), "
+                           "clip .1 and .3 (lr 3e-4)"},
+    "seq128_kl01": {"ppo": {**SEQ128, "target_kl": 0.01},
+                    "why": "lowsample_mlp_gru_seq128 with a KL limit per update: target_kl .01 (stop at 0.015)"},
+    "seq128_kl03": {"ppo": {**SEQ128, "target_kl": 0.03},
+                    "why": "lowsample_mlp_gru_seq128 with a KL limit per update: target_kl .03 (stop at 0.045)"},
 }
 
 
@@ -168,7 +180,8 @@ def train_recipe(name: str, seeds: int, steps: int, work: Path, updates_per_chun
                            "length_sum": r.length_sum[:, 0].tolist(),
                            "achievements": r.achievement_counts[:, 0].tolist(),
                            "entropy": m.losses.entropy.mean(axis=1).tolist(),
-                           "approx_kl": m.losses.approx_kl.mean(axis=1).tolist()})
+                           "approx_kl": m.losses.approx_kl.mean(axis=1).tolist(),
+                           "kl_stopped": m.losses.kl_stopped.mean(axis=1).tolist()})
             if len(chunks) % 10 == 0 or done_updates >= total_updates:
                 score = crafter_score(_pool(chunks[-10:])["success"])
                 log(f"{name}: {chunks[-1]['env_steps']:,} steps/agent, score of the last chunks "

@@ -123,6 +123,23 @@ def test_bandit_policy_learns_rewarded_action():
     assert rate > 0.5
 
 
+def test_kl_limit_skips_the_rest_of_an_update_and_a_limit_never_reached_changes_nothing():
+    env = probes.BanditEnv()
+    bank = probes.make_bank([1.0], shifts=[1])
+    first, free, m_free = _train(env, bank, 3, lr=1e-2)
+    _, loose, m_loose = _train(env, bank, 3, lr=1e-2, target_kl=1e6)
+    _, tight, m_tight = _train(env, bank, 3, lr=1e-2, target_kl=1e-7)
+    for a, b in zip(jax.tree.leaves(free.params), jax.tree.leaves(loose.params)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
+    assert (m_free.losses.kl_stopped == 0).all() and (m_loose.losses.kl_stopped == 0).all()
+    # any step moves the policy beyond 1.5e-7 nats: at most the first of the 2 epochs x 2 minibatches is taken
+    assert (m_tight.losses.kl_stopped >= 0.75).all(), m_tight.losses.kl_stopped
+    start = first.init(bank, jnp.zeros(N, jnp.int32)).params
+    moved = lambda ts: sum(float(jnp.abs(a - b).sum()) for a, b in zip(jax.tree.leaves(ts.params),
+                                                                       jax.tree.leaves(start)))
+    assert 0 <= moved(tight) < 0.5 * moved(free), (moved(tight), moved(free))
+
+
 @pytest.mark.parametrize("bootstrap, target", [(True, 2.0), (False, None)])
 def test_time_limit_bootstrap(bootstrap, target):
     env = probes.TimeLimitEnv(limit=4)

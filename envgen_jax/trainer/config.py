@@ -48,6 +48,9 @@ class PPOConfig:
     """Adam learning rate (Craftax 2e-4 annealed; paper 3e-4 constant)"""
     adam_eps: float = bounded(1e-5, above=0)
     """Adam epsilon (Craftax 1e-5)"""
+    target_kl: float = bounded(0.0, minimum=0)
+    """KL limit per update: once a minibatch's approximate KL to the rollout's policy exceeds 1.5 x target_kl, the
+    update's remaining minibatch steps are skipped (as Stable-Baselines3's target_kl); 0 = no limit"""
     anneal_lr: bool = False
     """linear decay of the learning rate to 0 over `total_updates` updates (Craftax True; paper False)"""
     total_updates: int = bounded(0, minimum=0)

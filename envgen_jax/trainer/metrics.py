@@ -115,6 +115,7 @@ class LossStats:
     clip_frac: jax.Array
     grad_norm: jax.Array
     learning_rate: jax.Array
+    kl_stopped: jax.Array  # share of minibatch steps skipped by the KL limit (ppo.target_kl; 0 without)
 
 
 @struct.dataclass

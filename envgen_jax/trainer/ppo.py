@@ -212,19 +212,22 @@ class PPO:
         grad_fn = jax.value_and_grad(self.loss if mask is None else self.masked_loss, has_aux=True)
 
         def minibatch_step(carry, mb):
-            params, opt_state = carry
+            params, opt_state, stopped = carry
             samples, mb_memory = mb  # samples: (traj, adv, targets[, mask]) of the minibatch
             (_, stats), grads = grad_fn(params, hp, *samples, memory=mb_memory)
-            updates, opt_state = tx.update(grads, opt_state, params)
-            params = optax.apply_updates(params, updates)
-            return (params, opt_state), dict(stats, grad_norm=optax.tree.norm(grads))
+            updates, new_opt_state = tx.update(grads, opt_state, params)
+            new = (optax.apply_updates(params, updates), new_opt_state)
+            if cfg.target_kl:  # KL limit: from the first minibatch whose policy drifted too far, no more steps
+                stopped = stopped | (stats["approx_kl"] > 1.5 * cfg.target_kl)
+                new = jax.tree.map(lambda old, n: jnp.where(stopped, old, n), (params, opt_state), new)
+            return (*new, stopped), dict(stats, grad_norm=optax.tree.norm(grads), kl_stopped=stopped)
 
         def epoch(carry, k):
             return jax.lax.scan(minibatch_step, carry, shuffle(k))
 
-        (params, opt_state), stats = jax.lax.scan(epoch, (params, opt_state),
-                                                  jax.random.split(key, cfg.update_epochs))
-        return params, opt_state, jax.tree.map(jnp.mean, stats)
+        (params, opt_state, _), stats = jax.lax.scan(epoch, (params, opt_state, jnp.bool_(False)),
+                                                     jax.random.split(key, cfg.update_epochs))
+        return params, opt_state, jax.tree.map(lambda x: jnp.mean(x.astype(jnp.float32)), stats)
 
     def loss(self, params, hp: Hyperparams, mb: Transition, adv, targets, mask=None, memory=None):
         """The clipped PPO loss and its terms; `mask` (bool per sample) averages every term over the masked samples
