@@ -9,4 +9,4 @@ install:  ## everything: package, test tools, offline LLM
 # training steps leave the other one idle part of the time). WORKERS=0 runs it in one process.
 WORKERS ?= 2
 test:  ## the whole test suite on CPU
-	JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/python -m pytest -q tests -n $(WORKERS) --dist loadfile
+	JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/python -m pytest -q tests -n $(WORKERS) --dist loadfile --durations=25

@@ -122,6 +122,9 @@ RECIPES: dict[str, dict] = {
                     "why": "lowsample_mlp_gru_seq128 with a KL limit per update: target_kl .01 (stop at 0.015)"},
     "seq128_kl03": {"ppo": {**SEQ128, "target_kl": 0.03},
                     "why": "lowsample_mlp_gru_seq128 with a KL limit per update: target_kl .03 (stop at 0.045)"},
+    "seq128_epochs8_kl02": {"ppo": {**SEQ128, "update_epochs": 8, "target_kl": 0.02},
+                            "why": "lowsample_mlp_gru_seq128 with twice the epochs per rollout (8), held by a KL "
+                                   "limit (target_kl .02, stop at 0.03): more reuse of each sample, a bounded step"},
 }
 
 

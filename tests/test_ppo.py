@@ -10,7 +10,7 @@ import pytest
 from envgen_jax.trainer import probes
 from envgen_jax.trainer.metrics import mean_or_nan, to_host
 from envgen_jax.trainer.ppo import PPOConfig, compute_gae
-from envgen_jax.trainer.train import make_trainer, select_seeds
+from envgen_jax.trainer.train import make_trainer, prng_key, seed_keys, select_seeds
 
 N = 16  # envs per seed
 TINY = dict(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
@@ -204,7 +204,7 @@ def test_output_state_matches_input_types(two_seed_trainer):
     bank = probes.make_bank([1.0])
     rows = jnp.zeros(N, jnp.int32)
     a = trainer.abstract_state(bank, rows)
-    b, _ = jax.eval_shape(lambda t: trainer._train_chunk(t, bank, rows, 1), a)
+    b, _ = jax.eval_shape(lambda t: trainer._train_chunk(t, bank, rows, np.bool_(True), 1), a)
     assert jax.tree.structure(a) == jax.tree.structure(b)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         assert (x.shape, x.dtype, x.weak_type) == (y.shape, y.dtype, y.weak_type)
@@ -292,14 +292,61 @@ def test_networks_shapes_and_size():
 
 def test_init_many_seeds_does_not_hang(two_seed_trainer):
     """Orthogonal initialisers are QR decompositions (LAPACK custom calls). Vmapped over seeds, six of them in one
-    program deadlocked jaxlib 0.10's CPU runtime (a measured 10/10 hangs), so parameters are made one seed at a
-    time and the vmapped part of `init` must hold no decomposition."""
+    program deadlocked jaxlib 0.10's CPU runtime (a measured 10/10 hangs), so `init` makes parameters one seed at a
+    time (lax.map): every decomposition in its program is of one matrix, none batched over seeds."""
     trainer, bank = two_seed_trainer, probes.make_bank([1.0])
-    keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
-    params = jax.eval_shape(jax.vmap(trainer._init_params), keys)
-    hparams = trainer.hparams(count=2)
-    jaxpr = str(jax.make_jaxpr(trainer._init)(keys, params, hparams, bank, jnp.zeros(trainer.cfg.num_envs, jnp.int32)))
-    for primitive in ("householder_product", "geqrf", "qr"):
-        assert primitive not in jaxpr
-    ts = trainer.init(bank, np.zeros(trainer.cfg.num_envs, np.int32), seeds=[0, 1])
-    assert jax.tree.leaves(jax.device_get(ts.params))[0].shape[0] == 2
+    keys = seed_keys(range(8))
+    rows = np.zeros(trainer.cfg.num_envs, np.int32)
+    jaxpr = jax.make_jaxpr(trainer._init)(keys, trainer.hparams(count=8), bank, rows)
+    decompositions = [e for e in _equations(jaxpr.jaxpr) if e.primitive.name in ("householder_product", "geqrf", "qr")]
+    assert decompositions, "the network has orthogonal initialisers: their QR decompositions must be found"
+    assert all(v.aval.ndim == 2 for e in decompositions for v in e.invars if hasattr(v.aval, "ndim") and v.aval.ndim)
+    ts = trainer.init(bank, rows, seeds=range(8))
+    assert jax.tree.leaves(jax.device_get(ts.params))[0].shape[0] == 8
+
+
+def _equations(jaxpr):
+    """Every equation of a jaxpr, inside scans, conds and nested jits too."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            for inner in (value if isinstance(value, (tuple, list)) else (value,)):
+                inner = getattr(inner, "jaxpr", inner)
+                if hasattr(inner, "eqns"):
+                    yield from _equations(inner)
+
+
+def test_a_chunk_compiled_ahead_is_the_program_train_chunk_runs():
+    bank, rows = probes.make_bank([1.0]), np.zeros(N, np.int32)
+    ahead, plain = (make_trainer(probes.ConstantRewardEnv(), PPOConfig(**TINY)) for _ in range(2))
+    ts = ahead.init(bank, rows)
+    ahead.precompile_chunk(ts, bank, rows, num_updates=2)  # in a thread
+    got, m = ahead.train_chunk(ts, bank, rows, num_updates=2)
+    assert ahead.trace_counts["train_chunk"] == 1  # traced once, for the thread's compile: the call ran that program
+    want, w = plain.train_chunk(plain.init(bank, rows), bank, rows, num_updates=2)
+    for x, y in zip(jax.tree.leaves((got, m)), jax.tree.leaves((want, w))):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    ahead.train_chunk(got, bank, rows, num_updates=1)  # other static arguments: compiled on the call, as always
+    assert ahead.trace_counts["train_chunk"] == 2
+    ahead.ahead.close()
+
+
+def test_host_prng_keys_are_jax_keys():
+    """Seeds become keys on the host without compiling (`prng_key`): the same keys as jax.random.PRNGKey."""
+    for seed in (0, 1, 7, 12345, 2**31 - 1, -1, -2**31):
+        np.testing.assert_array_equal(prng_key(seed), np.asarray(jax.random.PRNGKey(seed)), err_msg=str(seed))
+
+
+def test_reset_flag_is_reset_envs_then_the_chunk(two_seed_trainer):
+    """train_chunk(reset=True) starts fresh episodes inside the chunk's own program, exactly as reset_envs first."""
+    trainer = two_seed_trainer
+    bank, rows = probes.make_bank([1.0, 0.5]), np.asarray([0] * 10 + [1] * 6, np.int32)
+    ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=1)
+    rows2 = rows[::-1].copy()
+    copy = lambda t: jax.tree.map(jnp.copy, t)  # noqa: E731 -- the chunk donates its state
+    a, ma = trainer.train_chunk(trainer.reset_envs(copy(ts), bank, rows2), bank, rows2, num_updates=1)
+    b, mb = trainer.train_chunk(copy(ts), bank, rows2, num_updates=1, reset=True)
+    c, _ = trainer.train_chunk(copy(ts), bank, rows2, num_updates=1)
+    for x, y in zip(jax.tree.leaves((a, ma)), jax.tree.leaves((b, mb))):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert not (np.asarray(c.key) == np.asarray(b.key)).all()  # without the flag: no reset, another key

@@ -98,7 +98,7 @@ def test_chunk_output_types_match_input(crafter):
     """Crafter's env state keeps its exact types through a chunk, so the second call reuses the compile."""
     trainer = crafter["trainer"]
     a = trainer.abstract_state(crafter["bank"], crafter["rows"])
-    b, _ = jax.eval_shape(lambda t: trainer._train_chunk(t, crafter["bank"], crafter["rows"], 1), a)
+    b, _ = jax.eval_shape(lambda t: trainer._train_chunk(t, crafter["bank"], crafter["rows"], np.bool_(True), 1), a)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         assert (x.shape, x.dtype, x.weak_type) == (y.shape, y.dtype, y.weak_type)
     assert trainer.trace_counts["train_chunk"] >= 1

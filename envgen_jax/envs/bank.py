@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from envgen_jax.schema import ConfigError
@@ -30,7 +30,8 @@ class Bank:
     @classmethod
     def stack(cls, rows: Sequence[Any]) -> "Bank":
         """A bank of the given params rows (each one configuration's params, without the row axis)."""
-        return cls(jax.tree.map(lambda *leaves: jnp.stack(leaves), *rows))
+        # On the host, then one transfer per leaf: jnp.stack would compile a program per leaf shape.
+        return cls(jax.tree.map(lambda *leaves: jax.device_put(np.stack([np.asarray(x) for x in leaves])), *rows))
 
     @classmethod
     def from_configs(cls, configs: Sequence[Any], to_params: Callable[[Any], Any],

@@ -15,7 +15,6 @@ import time
 from typing import ClassVar
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from envgen_jax.envs.vector import RowSampler
@@ -122,7 +121,7 @@ class LearnabilitySelection(Method):
     def bank_and_rows(self, where):
         if where != self.WHERE:
             return super().bank_and_rows(where)
-        return self.learning_bank(), RowSampler(jnp.asarray(self.weights(), jnp.float32))
+        return self.learning_bank(), RowSampler(jax.device_put(np.asarray(self.weights(), np.float32)))
 
     def before_phase(self, ts, phase):
         if phase.where == self.WHERE:
@@ -151,13 +150,13 @@ class LearnabilitySelection(Method):
         self.new_candidates()
         candidates = self.candidates()
         bank = self.learning_bank(candidates)
-        key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 5000 + len(self.selections))
         last_eval = state.evals[-1]["success_per_seed"] if state.evals else None
         u = self.options(cfg)
         mastered = (learnability.mastered_from(np.asarray(last_eval, np.float64), u.mastered_at)
                     if last_eval is not None else np.zeros((cfg.num_agents, len(run.env.achievement_names)), bool))
         m = learnability.measure(self.learn_evaluator, ts.params, bank, np.arange(1, cfg.bank_rows),
-                                 u.rollouts_per_level, key, mastered)
+                                 u.rollouts_per_level, cfg.seed, mastered,
+                                 fold_in=5000 + len(self.selections))
         p, measured, learn = m["p"], m["measured"], m["learnability"]
         weights = self.training_weights(cfg, learn)
         self.row_weights = weights.tolist()

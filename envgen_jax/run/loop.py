@@ -116,6 +116,7 @@ class EnvGenRun:
                       f"{total_steps:,} env steps per seed, output in {self.out}")
         with self.callbacks.section("init"):
             ts = jax.block_until_ready(self._initial_train_state())
+            self._compile_ahead(ts)
         bar = progress_bar(total_steps, self.state.env_steps, self.cfg.output.progress)
         self.view.status = bar.set_postfix_str
         self._checkpoints = Checkpoints(self.out / "checkpoints", keep=self.cfg.output.keep_checkpoints)
@@ -140,6 +141,8 @@ class EnvGenRun:
                     self._checkpoint(ts, reason="cycle boundary")
         finally:
             self.callbacks.stop()  # hook (issue 44)
+            self.trainer.ahead.close()
+            self.evaluator.ahead.close()
             bar.close()
             self._checkpoints.close()
             self.design.close()
@@ -168,6 +171,19 @@ class EnvGenRun:
                           f"{layout(self.cfg.num_agents, self.cfg.ppo.num_envs, jax.device_count())}")
         return ts
 
+    def _compile_ahead(self, ts) -> None:
+        """Compile the training chunk (for the layout the state was made with, the next phase's, which the other
+        phases share unless a method samples rows) and the evaluation in background threads, while the first design
+        step runs, instead of one after the other between phases. One device only: a sharded state's programs
+        compile on first use."""
+        if jax.device_count() > 1:
+            return
+        bank, rows = self._bank_and_rows(self._state_where())
+        self.trainer.precompile_chunk(ts, bank, rows, self.cfg.schedule.updates_per_chunk)
+        original, _ = self._bank_and_rows("original")
+        self.evaluator.precompile(self.trainer.agent_state(ts).params, original,
+                                  np.zeros(self.cfg.eval.num_envs, np.int32), self.cfg.seed, self.cfg.eval.mode)
+
     def _state_where(self) -> str:
         """The `where` whose layout the TrainState has at this point of the plan: the last one trained if the
         current phase has not started (sampled and fixed layouts differ in state), else the current one."""
@@ -189,15 +205,17 @@ class EnvGenRun:
         if starting:
             self.method.before_phase(ts, phase)
         bank, rows = self._bank_and_rows(phase.where)
-        if starting:
-            ts = self.trainer.reset_envs(ts, bank, rows)  # a new phase starts fresh episodes, from its rows
+        # A new phase starts fresh episodes from its rows: the first chunk resets them (in the same program as
+        # every chunk, so no phase compiles a reset of its own).
+        reset = starting
         chunk = self.cfg.schedule.updates_per_chunk
         while self.state.phase_updates < phase.updates:
             ts, bank, rows = self.method.before_chunk(ts, phase, bank, rows)
             if not self._compiled:
                 bar.set_postfix_str("compiling the training chunk (its time is left out of the ETA)")
             start = time.monotonic()
-            ts, metrics = self.trainer.train_chunk(ts, bank, rows, num_updates=chunk)
+            ts, metrics = self.trainer.train_chunk(ts, bank, rows, num_updates=chunk, reset=reset)
+            reset = False
             metrics = to_host(metrics)
             seconds = time.monotonic() - start
             self.state.phase_updates += chunk
@@ -229,9 +247,8 @@ class EnvGenRun:
         self.view.status("evaluating in the original environment")
         bank, _ = self._bank_and_rows("original")
         rows = np.zeros(self.cfg.eval.num_envs, np.int32)
-        key = jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), 1000 + cycle)
-        report = self.evaluator.evaluate(self.trainer.agent_state(ts).params, bank, rows, key=key, mode=self.cfg.eval.mode,
-                                         report_rows=[ORIGINAL_ROW])
+        report = self.evaluator.evaluate(self.trainer.agent_state(ts).params, bank, rows, key=self.cfg.seed,
+                                         fold_in=1000 + cycle, mode=self.cfg.eval.mode, report_rows=[ORIGINAL_ROW])
         entry = {"cycle": cycle, "final": cycle == self.cfg.schedule.cycles, "env_steps": self.state.env_steps,
                  **report.to_dict(), "success_per_seed": nan_to_none(report.success)}
         self.state.evals.append(entry)

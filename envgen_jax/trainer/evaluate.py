@@ -23,10 +23,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from envgen_jax.trainer.ahead import AheadOfTime
 from envgen_jax.trainer.metrics import (RowStats, across_seeds, mean_or_nan, nan_to_none, pool_rows,
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
-from envgen_jax.trainer.train import Trainer
+from envgen_jax.trainer.train import Trainer, layout, prng_key
 from envgen_jax.trainer.train import default_vecenv as _default_vecenv
 from envgen_jax.trainer.train import rows_axis as _rows_axis
 
@@ -110,6 +111,7 @@ class Evaluator:
         self.venv = venv if venv is not None else _default_vecenv(trainer.env, trainer.cfg, num_envs)
         self.trace_count = 0
         self._jit = jax.jit(self._run)
+        self.ahead = AheadOfTime()  # the program compiled in a thread (`precompile`)
 
     def _act(self, params, memory, obs, key, mode):
         """(memory, action): the policy's step (a recurrent one carries each slot's memory)."""
@@ -145,29 +147,40 @@ class Evaluator:
         t, _, _, _, counts, acc, _ = jax.lax.while_loop(cond, body, c)
         return acc, t
 
-    def _run(self, params, keys, bank, rows, mode):
+    def _run(self, params, key, fold_in, bank, rows, mode):
         self.trace_count += 1
+        key = jnp.where(fold_in >= 0, jax.random.fold_in(key, fold_in), key)
+        keys = jax.random.split(key, jax.tree.leaves(params)[0].shape[0])
         return jax.vmap(self._run_one, in_axes=(0, 0, None, _rows_axis(rows), None))(params, keys, bank, rows, mode)
 
-    def run(self, params, bank, rows, key, mode: str = "sample") -> tuple[RowStats, jax.Array]:
+    def run(self, params, bank, rows, key, mode: str = "sample", fold_in: int = -1) -> tuple[RowStats, jax.Array]:
         """Device RowStats [S, K] and the steps taken [S]. params: the TrainState's params (seed axis [S]);
-        key: u32[2] or an int (split into one key per seed); mode: sample | greedy | random."""
+        key: u32[2] or an int seed, first folded with `fold_in` when it is >= 0, then split into one key per seed
+        (inside the compiled program: the host compiles nothing); mode: sample | greedy | random."""
+        args = self._arguments(params, bank, rows, key, mode, fold_in)
+        compiled = self.ahead.get(args)
+        return compiled(*args) if compiled is not None else self._jit(*args)
+
+    def precompile(self, params, bank, rows, key=0, mode: str = "sample") -> None:
+        """Start compiling `run` for these arguments' types in a background thread (arrays only read for their
+        shapes); a later `run` or `evaluate` with the same types runs that program."""
+        self.ahead.submit(self._jit, self._arguments(params, bank, rows, key, mode, -1))
+
+    def _arguments(self, params, bank, rows, key, mode, fold_in) -> tuple:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         if isinstance(key, (int, np.integer)):
-            key = jax.random.PRNGKey(int(key))
-        num_seeds = jax.tree.leaves(params)[0].shape[0]
-        keys = jax.random.split(key, num_seeds)
-        return self._jit(params, keys, bank, jnp.asarray(rows, jnp.int32), jnp.int32(MODES.index(mode)))
+            key = prng_key(int(key))
+        return params, key, np.int32(fold_in), bank, layout(rows), np.int32(MODES.index(mode))
 
     def evaluate(self, params, bank, rows, key=0, mode: str = "sample", report_rows: Sequence[int] | None = None,
-                 ddof: int = 0) -> EvalReport:
+                 ddof: int = 0, fold_in: int = -1) -> EvalReport:
         """Run and summarise on the host, with the game's score; `report_rows` pools only those bank rows (default:
         all)."""
         if self.game is None:  # no game, no score: never the Crafter score of another game's rates
             raise ValueError("this evaluator was made without its game, so it has no score to summarise with; "
                              "give make_evaluator(..., game=games.get(name))")
-        stats, _ = self.run(params, bank, rows, key, mode)
+        stats, _ = self.run(params, bank, rows, key, mode, fold_in)
         return report_from_stats(stats, self.trainer.achievement_names, report_rows, ddof, game=self.game)
 
 

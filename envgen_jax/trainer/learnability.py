@@ -83,12 +83,14 @@ def verdict(p: float, measured: bool, easy_at: float = 0.9, hard_at: float = 0.0
     return "learnable"
 
 
-def measure(evaluator, params, bank, candidates, rollouts_per_level: int, key, mastered: np.ndarray) -> dict:
+def measure(evaluator, params, bank, candidates, rollouts_per_level: int, key, mastered: np.ndarray,
+            fold_in: int = -1) -> dict:
     """Play `rollouts_per_level` episodes of each seed's current policy in each candidate row of `bank` (one jitted
     evaluation: the evaluator's num_envs must be len(candidates) * rollouts_per_level) and return host arrays
-    [S, K]: p and measured (`todo_success`), learnability, and the episodes counted per row."""
+    [S, K]: p and measured (`todo_success`), learnability, and the episodes counted per row. `key` and `fold_in`:
+    as `Evaluator.run`."""
     rows = np.repeat(np.asarray(candidates, np.int32), rollouts_per_level)
-    stats, _ = evaluator.run(params, bank, rows, key)
+    stats, _ = evaluator.run(params, bank, rows, key, fold_in=fold_in)
     stats = jax.device_get(stats)
     p, measured = todo_success(stats, mastered)
     return {"p": p, "measured": measured, "learnability": np.where(measured, p * (1 - p), 0.0),

@@ -63,6 +63,9 @@ class ReplayTrainer(Trainer):
         """What the VecEnv runs: rows drawn from the sampler's distribution for REPLAY, else `rows`."""
         return RowSampler(self.level_sampler.row_distribution(sampler)) if isinstance(rows, Replay) else rows
 
+    def _samples_rows(self, rows) -> bool:
+        return isinstance(rows, Replay) or super()._samples_rows(rows)
+
     def _init_one(self, key, params, hparams, bank, rows):
         sampler = self.level_sampler.init_state(bank.num_rows)
         agent = super()._init_one(key, params, hparams, bank, self._layout(rows, sampler))

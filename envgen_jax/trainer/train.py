@@ -30,9 +30,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envgen_jax.envs.vector import RowSampler, VecEnv
+from envgen_jax.envs.vector import RowSampler, SampledVecState, VecEnv
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer import minibatch
+from envgen_jax.trainer.ahead import AheadOfTime
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, Agent
 from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOConfig, TrainState, ValueNorm
@@ -48,7 +49,11 @@ def layout(rows):
     if rows is None:
         raise TypeError("rows: give each env slot's bank row (i32[N] or [S, N]), a RowSampler, or for a trainer "
                         "with a level sampler replay.REPLAY (rows None no longer means 'the sampler picks')")
-    return jnp.asarray(rows, jnp.int32) if isinstance(rows, (np.ndarray, jax.Array, list, tuple)) else rows
+    if isinstance(rows, jax.Array):
+        return rows if rows.dtype == jnp.int32 else rows.astype(jnp.int32)
+    if isinstance(rows, (np.ndarray, list, tuple)):
+        return jax.device_put(np.asarray(rows, np.int32))  # not jnp.asarray: that compiles a program per shape
+    return rows
 
 
 def rows_axis(rows) -> int | None:
@@ -67,9 +72,18 @@ def select_seeds(tree, idx: int | Sequence[int] | slice) -> Any:
     return jax.tree.map(lambda x: x[idx], tree)
 
 
-def seed_keys(seeds: Sequence[int]) -> jax.Array:
-    """u32[S, 2]: jax.random.PRNGKey(seed) for each seed."""
-    return jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
+def prng_key(seed: int) -> np.ndarray:
+    """jax.random.PRNGKey(seed) as a host array, made without compiling anything: the threefry key of a 32-bit seed
+    is [0, seed mod 2^32] (tests/test_ppo.py checks it against JAX; another PRNG implementation asks JAX)."""
+    seed = int(seed)
+    if jax.config.jax_default_prng_impl != "threefry2x32" or not -2**31 <= seed < 2**31:
+        return np.asarray(jax.random.PRNGKey(seed))
+    return np.array([0, seed & 0xFFFFFFFF], np.uint32)
+
+
+def seed_keys(seeds: Sequence[int]) -> np.ndarray:
+    """u32[S, 2]: jax.random.PRNGKey(seed) for each seed (host arrays: `prng_key`)."""
+    return np.stack([prng_key(s) for s in seeds])
 
 
 def make_network(env, cfg: PPOConfig) -> ActorCritic:
@@ -92,8 +106,10 @@ class Trainer:
 
     Public:
       init(bank, rows, seeds=None, hparams=None) -> TrainState                (jitted)
-      train_chunk(ts, bank, rows, num_updates) -> (TrainState, ChunkMetrics)   (jitted; ts donated)
+      train_chunk(ts, bank, rows, num_updates, reset=False) -> (TrainState, ChunkMetrics)   (jitted; ts donated;
+        `reset`, data: fresh episodes from `rows` first, as reset_envs, in the same program)
       compile_train_chunk(ts, bank, rows, num_updates): the same, compiled ahead of time
+      precompile_chunk(ts, bank, rows, num_updates): compile it in a background thread for a later train_chunk
       reset_envs(ts, bank, rows) -> TrainState   fresh episodes after a mixture change (jitted; ts donated)
       abstract_state(bank, rows, seeds=None) -> TrainState of ShapeDtypeStructs (for checkpoint restore)
       restore(path, bank, rows, seeds=None) -> TrainState from a checkpoint (`migrations`: also older layouts)
@@ -115,14 +131,14 @@ class Trainer:
         self.agent = Agent(self.network)
         self.recurrent = self.agent.recurrent
         self.ppo = PPO(cfg, self.agent, self.venv, minibatch.minibatcher(self.recurrent))
-        self.tx = self.ppo.optimizer(jnp.float32(cfg.lr))
+        self.tx = self.ppo.optimizer(np.float32(cfg.lr))
         self.apply, self.act = self.agent.apply, self.agent.act
         self.initial_memory, self.forget = self.agent.initial_memory, self.agent.forget
         self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
         self._init_jit = jax.jit(self._init)
-        self._params_jit = jax.jit(self._init_params)
         self._reset_jit = jax.jit(self._reset_envs, donate_argnums=(0,))
         self._chunk_jit = jax.jit(self._train_chunk, static_argnames=("num_updates",), donate_argnums=(0,))
+        self.ahead = AheadOfTime()  # train_chunk programs compiled in a thread (`precompile_chunk`)
 
     def hparams(self, values: dict | None = None, count: int | None = None) -> Hyperparams:
         """Hyperparams for `count` agents (a leading axis), from the config with `values` overriding: each a
@@ -139,7 +155,7 @@ class Trainer:
                 v = np.broadcast_to(v, (count,)) if v.ndim == 0 else v
                 if v.shape != (count,):
                     raise ConfigError([f"hparams.{name}: {v.shape[0]} values for {count} agents"], what="PPO settings")
-            out[name] = jnp.asarray(v)
+            out[name] = jax.device_put(np.ascontiguousarray(v))
         return Hyperparams(**out)
 
     def agent_state(self, state) -> TrainState:
@@ -169,8 +185,12 @@ class Trainer:
                           value_norm=ValueNorm.empty() if self.cfg.value_norm else None,
                           memory=self.initial_memory(self.cfg.num_envs))
 
-    def _init(self, keys, params, hparams, bank, rows):
+    def _init(self, keys, hparams, bank, rows):
         self.trace_counts["init"] += 1
+        # Parameters are made one seed at a time (lax.map, not vmap): vmapping the orthogonal initialisers (QR
+        # decompositions, LAPACK custom calls) over seeds deadlocked jaxlib 0.10's CPU runtime once a program held
+        # six or more of them (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
+        params = jax.lax.map(self._init_params, keys)
         return jax.vmap(self._init_one, in_axes=(0, 0, 0, None, rows_axis(rows)))(keys, params, hparams, bank, rows)
 
     def init(self, bank, rows, seeds: Sequence[int] | None = None, hparams: dict | Hyperparams | None = None):
@@ -183,11 +203,7 @@ class Trainer:
         keys = self._seeds(seeds)
         if not isinstance(hparams, Hyperparams):
             hparams = self.hparams(hparams, count=keys.shape[0])
-        # Parameters are made one seed at a time: vmapping the orthogonal initialisers (QR decompositions, LAPACK
-        # custom calls) over seeds deadlocked jaxlib 0.10's CPU runtime once a program held six or more of them
-        # (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
-        params = jax.tree.map(lambda *xs: jnp.stack(xs), *[self._params_jit(k) for k in keys])
-        return self._init_jit(keys, params, hparams, bank, layout(rows))
+        return self._init_jit(keys, hparams, bank, layout(rows))
 
     def _reset_one(self, ts: TrainState, bank, rows) -> TrainState:
         key, k_reset = jax.random.split(ts.key)
@@ -209,9 +225,8 @@ class Trainer:
 
     def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None):
         keys = self._seeds(seeds)
-        params = jax.eval_shape(jax.vmap(self._init_params), keys)
         hparams = jax.eval_shape(lambda: self.hparams(count=keys.shape[0]))
-        return jax.eval_shape(self._init, keys, params, hparams, bank, layout(rows))
+        return jax.eval_shape(self._init, keys, hparams, bank, layout(rows))
 
     def restore(self, path, bank, rows, seeds: Sequence[int] | None = None):
         """The state saved at `path`, also from a checkpoint an older version wrote (`trainer.migrations`)."""
@@ -223,8 +238,10 @@ class Trainer:
         """One PPO update of one agent's state: (state, UpdateOut)."""
         return self.ppo.update(state, bank, rows)
 
-    def _chunk_one(self, state, bank, rows, num_updates: int):
+    def _chunk_one(self, state, bank, rows, reset, num_updates: int):
         num_rows = bank.num_rows
+        # `reset` is one flag for every seed (not vmapped), so this stays a real branch: no reset costs nothing.
+        state = jax.lax.cond(reset, lambda s: self._reset_one(s, bank, rows), lambda s: s, state)
         acc0 = RowStats.zeros(num_rows, len(self.achievement_names))
 
         def body(carry, _):
@@ -236,23 +253,38 @@ class Trainer:
         ts = self.agent_state(state)
         return state, ChunkMetrics(rows=acc, losses=losses, env_steps=ts.env_steps, update_step=ts.update_step)
 
-    def _train_chunk(self, ts, bank, rows, num_updates: int):
+    def _samples_rows(self, rows) -> bool:
+        """Whether this layout draws each episode's row (a RowSampler), which gives the env state another type."""
+        return isinstance(rows, RowSampler)
+
+    def _train_chunk(self, ts, bank, rows, reset, num_updates: int):
         self.trace_counts["train_chunk"] += 1
         fn = functools.partial(self._chunk_one, num_updates=num_updates)
-        return jax.vmap(fn, in_axes=(0, None, rows_axis(rows)))(ts, bank, rows)
+        return jax.vmap(fn, in_axes=(0, None, rows_axis(rows), None))(ts, bank, rows, reset)
 
     def compile_train_chunk(self, ts, bank, rows, num_updates: int):
-        """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows) -> (ts, metrics).
-        Use it to time compilation on its own; it shares nothing with the `train_chunk` cache."""
-        return self._chunk_jit.lower(ts, bank, layout(rows), num_updates=num_updates).compile()
+        """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows, reset=False) ->
+        (ts, metrics). Use it to time compilation on its own; it shares nothing with the `train_chunk` cache."""
+        compiled = self._chunk_jit.lower(ts, bank, layout(rows), np.bool_(False), num_updates=num_updates).compile()
+        return lambda ts, bank, rows, reset=False: compiled(ts, bank, layout(rows), np.bool_(reset))
 
-    def train_chunk(self, ts, bank, rows, num_updates: int) -> tuple[Any, ChunkMetrics]:
+    def precompile_chunk(self, ts, bank, rows, num_updates: int) -> None:
+        """Start compiling train_chunk for these arguments' types in a background thread (`ts` is only read for
+        its shapes); a later train_chunk call with the same types runs that program."""
+        self.ahead.submit(self._chunk_jit, (ts, bank, layout(rows), np.bool_(False)), {"num_updates": num_updates})
+
+    def train_chunk(self, ts, bank, rows, num_updates: int, reset: bool = False) -> tuple[Any, ChunkMetrics]:
         """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards).
 
         bank: a Bank (env params with leading K rows); rows: i32[N] or i32[S, N] (the bank row of each env slot; the
-        VecEnv reads both on every step, so after moving slots to other rows call `reset_envs` first).
-        Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
-        return self._chunk_jit(ts, bank, layout(rows), num_updates=num_updates)
+        VecEnv reads both on every step, so after moving slots to other rows start fresh episodes: `reset=True`,
+        or `reset_envs` first). Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
+        if reset and self._samples_rows(rows) != isinstance(self.agent_state(ts).env_state, SampledVecState):
+            # Fixed rows <-> rows drawn per episode changes the env state's type: that reset is a program of its own.
+            ts, reset = self.reset_envs(ts, bank, rows), False
+        args = (ts, bank, layout(rows), np.bool_(reset))
+        compiled = self.ahead.get(args, {"num_updates": num_updates})
+        return compiled(*args) if compiled is not None else self._chunk_jit(*args, num_updates=num_updates)
 
 
 def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler=None) -> Trainer:

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from craftax.craftax_classic.constants import OBS_DIM, Achievement, BlockType
 from craftax.craftax_classic.envs.craftax_state import EnvParams, EnvState, StaticEnvParams
 from craftax.craftax_classic.game_logic import craftax_step, is_game_over
@@ -55,9 +56,10 @@ def config_to_params(cfg: C.CrafterConfig) -> CrafterParams:
     freq = C.FREQUENCIES.index
     zombies = 0 if cfg.peaceful else freq(cfg.zombies)
     skeletons = 0 if cfg.peaceful else freq(cfg.skeletons)
-    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731 -- strong dtypes: the bank must not change weak types
-    i32 = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
-    b = lambda x: jnp.asarray(x, bool)  # noqa: E731
+    # Host arrays with strong dtypes: the bank must not change weak types, and building it compiles nothing.
+    f32 = lambda x: np.asarray(x, np.float32)  # noqa: E731
+    i32 = lambda x: np.asarray(x, np.int32)  # noqa: E731
+    b = lambda x: np.asarray(x, bool)  # noqa: E731
     base = EnvParams()
     return CrafterParams(
         max_timesteps=i32(cfg.episode_length),

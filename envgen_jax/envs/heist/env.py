@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from envgen_jax.envs.bank import Bank
@@ -73,14 +74,14 @@ class HeistState:
 
 
 def config_to_params(config: HeistConfig) -> HeistParams:
-    """One level's settings as arrays (without a row axis)."""
+    """One level's settings as host arrays (without a row axis: building a bank compiles nothing)."""
     return HeistParams(
-        maze_dim=jnp.asarray(config.maze_dim, jnp.int32),
-        num_keys=jnp.asarray(config.num_keys, jnp.int32),
-        key_distance=jnp.asarray(DISTANCES.index(config.key_distance), jnp.int32),
-        gem_distance=jnp.asarray(DISTANCES.index(config.gem_distance), jnp.int32),
-        start_keys=jnp.asarray(config.start_keys, bool),
-        max_steps=jnp.asarray(config.max_episode_steps, jnp.int32),
+        maze_dim=np.asarray(config.maze_dim, np.int32),
+        num_keys=np.asarray(config.num_keys, np.int32),
+        key_distance=np.asarray(DISTANCES.index(config.key_distance), np.int32),
+        gem_distance=np.asarray(DISTANCES.index(config.gem_distance), np.int32),
+        start_keys=np.asarray(config.start_keys, bool),
+        max_steps=np.asarray(config.max_episode_steps, np.int32),
     )
 
 
