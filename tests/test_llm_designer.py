@@ -211,7 +211,7 @@ def test_replay_detects_divergence(tmp_path):
     replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
     d = Designer(CRAFTER, replay)
     d.generate(4)
-    with pytest.raises(ReplayError, match="diverged at .*call #5"):
+    with pytest.raises(ReplayError, match="diverged at .*call #5.*--set llm.distinct=false"):
         d.feedback({**SUCCESS, "collect_coal": (99.0, 0.0)}, 3)
     with pytest.raises(ReplayError, match="does not exist"):
         Designer(CRAFTER, LLMSettings(backend="replay", replay_path=str(tmp_path / "nope.jsonl"))).generate(4)

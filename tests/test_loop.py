@@ -323,7 +323,7 @@ def test_per_seed_designers_and_mixed_slots(tmp_path):
     report = run.run()
     assert report["llm_calls"] == 4 == len(client.calls)  # 2 designers x 2 cycles
     assert all(len(d["designers"]) == 2 for d in report["environments"])
-    bank, rows = run._bank_and_rows("mixed")
+    bank, rows = run.method.bank_and_rows("mixed")
     # Seed s runs its own designer's rows 1 + 2s and 2 + 2s on the half of its slots that are not the original game.
     assert rows.shape == (2, 8) and (rows[:, :4] == 0).all() and set(rows[0, 4:]) == {1, 2} and set(rows[1, 4:]) == {3, 4}
 
@@ -387,7 +387,7 @@ def test_a_sweep_section_trains_every_combination_in_one_run(tmp_path):
                                                         {"lr": 0.003, "ent_coef": 0.0}, {"lr": 0.003, "ent_coef": 0.01}]
     assert report["sweep"][3]["agents"] == ["lr 0.003, ent_coef 0.01, seed 0", "lr 0.003, ent_coef 0.01, seed 1"]
     assert len(report["episodes_per_seed"]) == 8 and "sweep combinations" in (tmp_path / "report.md").read_text()
-    bank, rows = run._bank_and_rows("final")
+    bank, rows = run.method.bank_and_rows("final")
     ts = run.trainer.restore(newest_checkpoint(tmp_path / "checkpoints"), bank, rows, seeds=cfg.agent_seeds)
     np.testing.assert_allclose(ts.hparams.lr, cfg.agent_hparams["lr"], rtol=1e-6)
     np.testing.assert_allclose(ts.hparams.ent_coef, cfg.agent_hparams["ent_coef"])

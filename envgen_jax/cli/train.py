@@ -87,7 +87,7 @@ def cmd_train(args) -> int:
     print(f"agent: {cfg.ppo.network} network on {cfg.observation} observations, {parameter_count(parts):,} "
           f"parameters per agent")
     print(f"compilation cache: {configure_compile_cache(cfg.output.compile_cache) or 'off'}")
-    run = EnvGenRun.resume(out) if args.resume else EnvGenRun(cfg, out)
+    run = EnvGenRun.resume(out, parts=parts) if args.resume else EnvGenRun(cfg, out, parts=parts)
     start = time.monotonic()
     try:
         run.run()

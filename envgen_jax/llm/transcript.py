@@ -61,6 +61,13 @@ def _first_difference(recorded: list[dict], asked: list[dict]) -> str:
     return f"the recorded request has {len(recorded)} messages, this run sends {len(asked)}"
 
 
+# Settings added after older transcripts were recorded that change what a run asks: the likeliest cause of a replay
+# that diverges or asks for more calls than were recorded.
+SETTINGS_HINT = ("; a transcript recorded before llm.distinct (on by default since issue 45: a reply that repeats an "
+                 "environment is asked again) replays with --set llm.distinct=false, and the run's other llm.* "
+                 "settings must be the recorded run's")
+
+
 class ReplayBackend:
     """Answers from a transcript, in order; diverging or running out is an error, never a guess."""
 
@@ -75,7 +82,8 @@ class ReplayBackend:
     def send(self, messages: list[dict], mode: str, schema: dict, sampling: Any = None) -> ChatReply:
         if self.position >= len(self.records):
             raise ReplayError(f"{self.path} holds {len(self.records)} recorded LLM calls and this run asks for call "
-                              f"#{self.position + 1}: the replayed run goes further than the recorded one")
+                              f"#{self.position + 1}: the replayed run goes further than the recorded one"
+                              f"{SETTINGS_HINT}")
         record: dict[str, Any] = self.records[self.position]
         self.position += 1
         where = f"{self.path}, call #{self.position}"
@@ -84,7 +92,7 @@ class ReplayBackend:
                               f"this run asks for {mode!r}")
         if record.get("messages") != messages:
             raise ReplayError(f"replay diverged at {where}: "
-                              f"{_first_difference(record.get('messages') or [], messages)}")
+                              f"{_first_difference(record.get('messages') or [], messages)}{SETTINGS_HINT}")
         if record["event"] == "error":
             err = record.get("error") or {}
             cls = TransientLLMError if err.get("kind") == "transient" else RequestRefused

@@ -61,17 +61,17 @@ class EnvGenRun:
     """One run directory: `EnvGenRun(cfg, out_dir).run()`, or `EnvGenRun.resume(out_dir).run()`.
 
     log: a logging.Logger (or LoggerAdapter) for messages; llm_client: a client for the designers (tests script
-    one); callbacks: `Callbacks` whose sections wrap each part of the work."""
+    one); callbacks: `Callbacks` whose sections wrap each part of the work; parts: `RunParts` made already."""
 
     def __init__(self, cfg: RunConfig, out_dir: str | Path, state: LoopState | None = None,
                  log: logging.Logger | logging.LoggerAdapter | None = None, llm_client: Any = None,
-                 callbacks: Callbacks | None = None):
+                 callbacks: Callbacks | None = None, parts: RunParts | None = None):
         self.cfg, self.out = cfg, Path(out_dir)
         self.log = log or logger
         # hook (issue 44): the sections are timed into phases.json and compile.json, then run the given callbacks
         self.callbacks = RunTiming(self.out, callbacks or Callbacks())
         self.state = state or LoopState()
-        parts = RunParts.of(cfg)  # the game, its env and the method's class, looked up once
+        parts = parts or RunParts.of(cfg)  # the game, its env and the method's class, looked up once
         self.game, self.env = parts.game, parts.env
         self.plan = build_plan(cfg, parts.method)
         self.view = RunView(cfg, self.out, self.game, self.env, self.state)  # what the method sees of the run
@@ -90,16 +90,16 @@ class EnvGenRun:
 
     @classmethod
     def resume(cls, out_dir: str | Path, log: logging.Logger | logging.LoggerAdapter | None = None,
-               llm_client: Any = None, callbacks: Callbacks | None = None) -> "EnvGenRun":
+               llm_client: Any = None, callbacks: Callbacks | None = None, parts: RunParts | None = None) -> EnvGenRun:
         log = log or logger
         out = Path(out_dir)
         checkpoint = latest_checkpoint(out)
         cfg = load_run_config(out / "config.yaml")
         if checkpoint is None:
             log.info(f"no checkpoint in {out}: starting the run from the beginning")
-            return cls(cfg, out, log=log, llm_client=llm_client, callbacks=callbacks)
+            return cls(cfg, out, log=log, llm_client=llm_client, callbacks=callbacks, parts=parts)
         state = load_loop_state(checkpoint)
-        run = cls(cfg, out, state=state, log=log, llm_client=llm_client, callbacks=callbacks)
+        run = cls(cfg, out, state=state, log=log, llm_client=llm_client, callbacks=callbacks, parts=parts)
         run._resume_from = checkpoint
         log.info(f"resuming {out} from {checkpoint.name} (phase {state.phase + 1}/{len(run.plan)}, "
                  f"{state.env_steps:,} env steps per seed)")
@@ -159,7 +159,7 @@ class EnvGenRun:
         return report
 
     def _initial_train_state(self):
-        bank, rows = self._bank_and_rows(self._state_where())
+        bank, rows = self.method.bank_and_rows(self._state_where())
         if self._resume_from is not None:
             ts = self.trainer.restore(self._resume_from, bank, rows, seeds=self.cfg.agent_seeds)
         else:
@@ -172,17 +172,13 @@ class EnvGenRun:
         return ts
 
     def _compile_ahead(self, ts) -> None:
-        """Compile the training chunk (for the layout the state was made with, the next phase's, which the other
-        phases share unless a method samples rows) and the evaluation in background threads, while the first design
-        step runs, instead of one after the other between phases. One device only: a sharded state's programs
-        compile on first use."""
-        if jax.device_count() > 1:
-            return
-        bank, rows = self._bank_and_rows(self._state_where())
-        self.trainer.precompile_chunk(ts, bank, rows, self.cfg.schedule.updates_per_chunk)
-        original, _ = self._bank_and_rows("original")
-        self.evaluator.precompile(self.trainer.agent_state(ts).params, original,
-                                  np.zeros(self.cfg.eval.num_envs, np.int32), self.cfg.seed, self.cfg.eval.mode)
+        """Compile the chunk (for the next phase's layout, which the others share unless a method samples rows) and
+        the evaluation in threads while the first design step runs. One device only (sharded: on first use)."""
+        if jax.device_count() == 1:
+            chunk = self.cfg.schedule.updates_per_chunk
+            self.trainer.precompile_chunk(ts, *self.method.bank_and_rows(self._state_where()), num_updates=chunk)
+            self.evaluator.precompile(self.trainer.agent_state(ts).params, *self._eval_layout(), self.cfg.seed,
+                                      self.cfg.eval.mode)
 
     def _state_where(self) -> str:
         """The `where` whose layout the TrainState has at this point of the plan: the last one trained if the
@@ -197,17 +193,12 @@ class EnvGenRun:
         self.state.phase += 1
         self.state.phase_updates = 0
 
-    def _bank_and_rows(self, where: str):
-        return self.method.bank_and_rows(where)
-
     def _train(self, ts, phase: Phase, bar):
         starting = self.state.phase_updates == 0
         if starting:
             self.method.before_phase(ts, phase)
-        bank, rows = self._bank_and_rows(phase.where)
-        # A new phase starts fresh episodes from its rows: the first chunk resets them (in the same program as
-        # every chunk, so no phase compiles a reset of its own).
-        reset = starting
+        bank, rows = self.method.bank_and_rows(phase.where)
+        reset = starting  # fresh episodes from the phase's rows, in the chunk's own program (no reset program)
         chunk = self.cfg.schedule.updates_per_chunk
         while self.state.phase_updates < phase.updates:
             ts, bank, rows = self.method.before_chunk(ts, phase, bank, rows)
@@ -243,10 +234,12 @@ class EnvGenRun:
         self.records.chunk(record, returns, lengths, episodes)
         self.state.metrics_lines += 1
 
+    def _eval_layout(self):
+        return self.method.bank_and_rows("original")[0], np.zeros(self.cfg.eval.num_envs, np.int32)
+
     def _evaluate(self, ts, cycle: int) -> None:
         self.view.status("evaluating in the original environment")
-        bank, _ = self._bank_and_rows("original")
-        rows = np.zeros(self.cfg.eval.num_envs, np.int32)
+        bank, rows = self._eval_layout()
         report = self.evaluator.evaluate(self.trainer.agent_state(ts).params, bank, rows, key=self.cfg.seed,
                                          fold_in=1000 + cycle, mode=self.cfg.eval.mode, report_rows=[ORIGINAL_ROW])
         entry = {"cycle": cycle, "final": cycle == self.cfg.schedule.cycles, "env_steps": self.state.env_steps,
