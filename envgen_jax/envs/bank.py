@@ -31,7 +31,7 @@ class Bank:
     def stack(cls, rows: Sequence[Any]) -> "Bank":
         """A bank of the given params rows (each one configuration's params, without the row axis)."""
         # On the host, then one transfer per leaf: jnp.stack would compile a program per leaf shape.
-        return cls(jax.tree.map(lambda *leaves: jax.device_put(np.stack([np.asarray(x) for x in leaves])), *rows))
+        return cls(jax.tree.map(lambda *leaves: jax.device_put(np.stack(leaves)), *rows))
 
     @classmethod
     def from_configs(cls, configs: Sequence[Any], to_params: Callable[[Any], Any],

@@ -116,7 +116,6 @@ class EnvGenRun:
                       f"{total_steps:,} env steps per seed, output in {self.out}")
         with self.callbacks.section("init"):
             ts = jax.block_until_ready(self._initial_train_state())
-            self._compile_ahead(ts)
         bar = progress_bar(total_steps, self.state.env_steps, self.cfg.output.progress)
         self.view.status = bar.set_postfix_str
         self._checkpoints = Checkpoints(self.out / "checkpoints", keep=self.cfg.output.keep_checkpoints)
@@ -169,16 +168,17 @@ class EnvGenRun:
             ts = shard_train_state(ts, self.cfg.ppo.num_envs)
             self.log.info(f"spread over {jax.device_count()} devices by "
                           f"{layout(self.cfg.num_agents, self.cfg.ppo.num_envs, jax.device_count())}")
+        else:
+            self._compile_ahead(ts, bank, rows)
         return ts
 
-    def _compile_ahead(self, ts) -> None:
-        """Compile the chunk (for the next phase's layout, which the others share unless a method samples rows) and
-        the evaluation in threads while the first design step runs. One device only (sharded: on first use)."""
-        if jax.device_count() == 1:
-            chunk = self.cfg.schedule.updates_per_chunk
-            self.trainer.precompile_chunk(ts, *self.method.bank_and_rows(self._state_where()), num_updates=chunk)
-            self.evaluator.precompile(self.trainer.agent_state(ts).params, *self._eval_layout(), self.cfg.seed,
-                                      self.cfg.eval.mode)
+    def _compile_ahead(self, ts, bank, rows) -> None:
+        """Compile the chunk (for the layout the state was made with, the next phase's, which the others share
+        unless a method samples rows) and the evaluation in threads while the first design step runs. One device
+        only: a sharded state's programs compile on first use."""
+        self.trainer.precompile_chunk(ts, bank, rows, num_updates=self.cfg.schedule.updates_per_chunk)
+        self.evaluator.precompile(self.trainer.agent_state(ts).params, *self._eval_layout(), self.cfg.seed,
+                                  self.cfg.eval.mode)
 
     def _state_where(self) -> str:
         """The `where` whose layout the TrainState has at this point of the plan: the last one trained if the

@@ -13,8 +13,8 @@ import numpy as np
 
 from envgen_jax import games, methods
 from envgen_jax.methods.base import Method
-from envgen_jax.trainer.networks import count_params
-from envgen_jax.trainer.train import Trainer, make_trainer
+from envgen_jax.trainer.networks import Agent, count_params
+from envgen_jax.trainer.train import Trainer, make_network, make_trainer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,4 +49,4 @@ def checkpoint_bytes(parts: RunParts) -> int:
 def parameter_count(parts: RunParts) -> int:
     """Parameters of one agent's network: its init, as shapes only (no env reset traced, nothing computed)."""
     key = jax.ShapeDtypeStruct((2,), np.uint32)
-    return count_params(jax.eval_shape(parts.make_trainer().agent.init, key))
+    return count_params(jax.eval_shape(Agent(make_network(parts.env, parts.cfg.trainer_ppo)).init, key))

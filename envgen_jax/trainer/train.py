@@ -265,13 +265,13 @@ class Trainer:
     def compile_train_chunk(self, ts, bank, rows, num_updates: int):
         """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows, reset=False) ->
         (ts, metrics). Use it to time compilation on its own; it shares nothing with the `train_chunk` cache."""
-        compiled = self._chunk_jit.lower(ts, bank, layout(rows), np.bool_(False), num_updates=num_updates).compile()
-        return lambda ts, bank, rows, reset=False: compiled(ts, bank, layout(rows), np.bool_(reset))
+        compiled = self._chunk_jit.lower(*_chunk_arguments(ts, bank, rows), num_updates=num_updates).compile()
+        return lambda ts, bank, rows, reset=False: compiled(*_chunk_arguments(ts, bank, rows, reset))
 
     def precompile_chunk(self, ts, bank, rows, num_updates: int) -> None:
         """Start compiling train_chunk for these arguments' types in a background thread (`ts` is only read for
         its shapes); a later train_chunk call with the same types runs that program."""
-        self.ahead.submit(self._chunk_jit, (ts, bank, layout(rows), np.bool_(False)), {"num_updates": num_updates})
+        self.ahead.submit(self._chunk_jit, _chunk_arguments(ts, bank, rows), {"num_updates": num_updates})
 
     def train_chunk(self, ts, bank, rows, num_updates: int, reset: bool = False) -> tuple[Any, ChunkMetrics]:
         """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards).
@@ -282,9 +282,14 @@ class Trainer:
         if reset and self._samples_rows(rows) != isinstance(self.agent_state(ts).env_state, SampledVecState):
             # Fixed rows <-> rows drawn per episode changes the env state's type: that reset is a program of its own.
             ts, reset = self.reset_envs(ts, bank, rows), False
-        args = (ts, bank, layout(rows), np.bool_(reset))
+        args = _chunk_arguments(ts, bank, rows, reset)
         compiled = self.ahead.get(args, {"num_updates": num_updates})
         return compiled(*args) if compiled is not None else self._chunk_jit(*args, num_updates=num_updates)
+
+
+def _chunk_arguments(ts, bank, rows, reset: bool = False) -> tuple:
+    """The traced arguments of `_train_chunk` (a compiled chunk is called with exactly these types)."""
+    return ts, bank, layout(rows), np.bool_(reset)
 
 
 def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler=None) -> Trainer:
