@@ -20,7 +20,11 @@
 #              (newest checkpoint) and the speed, in pixel_agent_1m.json                               the rest
 # The estimates are conservative guesses until measured (the first GPU session: compile 30-50 s a program; the
 # 16-seed protocol was in cycle 4 after 240 s without a cache; 16384-env training unfinished in 140 s); override them
-# with T_E2E_COLD=... etc.
+# with T_E2E_COLD=... etc.; TRAIN_ENVS (16384,4096,1024) and TRAIN_REPEATS (3) size the training stage. A session's
+# 15 device minutes fit two calls, e.g. the pixel run alone, then the rest:
+#   bash benchmarks/gpu_session.sh --stages pixel --budget 570
+#   T_E2E_COLD=130 T_E2E_WARM=70 TRAIN_ENVS=16384 TRAIN_REPEATS=1 bash benchmarks/gpu_session.sh \
+#     --stages check,e2e_cold,e2e_warm,training --budget 260
 #
 # Results: at most 8 files in $OUT (default runs/gpu_session/out): session.json (stage times and the headline
 # figures, rewritten after every stage), session.log, e2e_cold.json, e2e_warm.json, training.json,
@@ -63,7 +67,7 @@ if [ "$TINY" = 1 ]; then
 else
   T_CHECK=${T_CHECK:-60}; T_E2E_COLD=${T_E2E_COLD:-200}; T_E2E_WARM=${T_E2E_WARM:-100}
   T_TRAINING=${T_TRAINING:-150}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-45}
-  E2E_ARGS=(--seeds 16); TRAIN_ARGS=(--envs 16384,1024,4096)
+  E2E_ARGS=(--seeds 16); TRAIN_ARGS=(--envs "${TRAIN_ENVS:-16384,4096,1024}" --repeats "${TRAIN_REPEATS:-3}")
   PIXEL_SEEDS=${PIXEL_SEEDS:-4}; PIXEL_STEPS=${PIXEL_STEPS:-1000000}
   # 35 updates a chunk: 245 updates (1,003,520 steps) in 7 chunks, few host round trips
   PIXEL_ARGS=(schedule.updates_per_chunk=35 eval.num_envs=8 eval.max_steps=1000)
