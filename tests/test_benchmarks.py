@@ -294,3 +294,13 @@ def test_two_studies_side_by_side_read_from_their_json(tmp_path):
     assert rows["scripted"][5].startswith("+2.0 [")  # vs envgen
     with pytest.raises(SystemExit, match="study.json: no such file"):
         compare_studies.main([str(tmp_path / "a"), str(tmp_path / "missing")])
+
+
+def test_bench_commit_names_a_copied_tree_even_where_git_answers(monkeypatch):
+    """A device machine's copy may hold a stale .git: the commit the session script was given wins."""
+    from envgen_jax.run.provenance import git_commit
+    monkeypatch.delenv("BENCH_COMMIT", raising=False)
+    assert git_commit()["commit_source"] in ("git", "unknown: no git here and no BENCH_COMMIT")
+    monkeypatch.setenv("BENCH_COMMIT", "0" * 40)
+    monkeypatch.setenv("BENCH_DIRTY", "1")
+    assert git_commit() == {"commit": "0" * 40, "dirty": True, "commit_source": "BENCH_COMMIT"}

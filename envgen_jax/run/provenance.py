@@ -15,8 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def git_commit() -> dict:
-    """{'commit': HEAD, 'dirty': uncommitted changes to tracked files, 'commit_source'}. Where the tree is a copy
-    without git (a device machine, say), BENCH_COMMIT / BENCH_DIRTY=1 in the environment say what it is."""
+    """{'commit': HEAD, 'dirty': uncommitted changes to tracked files, 'commit_source'}. BENCH_COMMIT /
+    BENCH_DIRTY=1 in the environment, where set, say what a copied tree is and win over git: a device machine's copy
+    may carry a stale .git of its own (the first H200 session's reported its parent commit)."""
+    if os.environ.get("BENCH_COMMIT"):
+        return {"commit": os.environ["BENCH_COMMIT"], "dirty": os.environ.get("BENCH_DIRTY", "") == "1",
+                "commit_source": "BENCH_COMMIT"}
     head, dirty = "", False
     try:
         proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
@@ -30,9 +34,6 @@ def git_commit() -> dict:
         pass
     if head:
         return {"commit": head, "dirty": dirty, "commit_source": "git"}
-    if os.environ.get("BENCH_COMMIT"):
-        return {"commit": os.environ["BENCH_COMMIT"], "dirty": os.environ.get("BENCH_DIRTY", "") == "1",
-                "commit_source": "BENCH_COMMIT"}
     return {"commit": "", "dirty": None, "commit_source": "unknown: no git here and no BENCH_COMMIT"}
 
 
