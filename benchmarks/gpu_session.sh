@@ -18,13 +18,14 @@
 #              the first PIXEL_STEPS (1M) steps are the scored phase, PIXEL_SEEDS (4) vmapped seeds; the Crafter
 #              score and mean success beside Dedieu et al.'s rerun (10.7% / 47.4%), or, if cut off, the score so far
 #              (newest checkpoint) and the speed, in pixel_agent_1m.json                               the rest
-# The estimates are conservative guesses until measured (the first GPU session: compile 30-50 s a program; the
-# 16-seed protocol was in cycle 4 after 240 s without a cache; 16384-env training unfinished in 140 s); override them
-# with T_E2E_COLD=... etc.; TRAIN_ENVS (16384,4096,1024) and TRAIN_REPEATS (3) size the training stage. A session's
-# 15 device minutes fit two calls, e.g. the pixel run alone, then the rest:
-#   bash benchmarks/gpu_session.sh --stages pixel --budget 570
-#   T_E2E_COLD=130 T_E2E_WARM=70 TRAIN_ENVS=16384 TRAIN_REPEATS=1 bash benchmarks/gpu_session.sh \
-#     --stages check,e2e_cold,e2e_warm,training --budget 260
+# The boxes come from the one H200 session so far (benchmarks/results/gpu_h200/README.md): the 16-seed protocol
+# reached 25% of its steps in 114 s cold and 57 s warm (projected whole: about 200 s and 150 s); 16384-env training
+# did not finish in 66 s; the pixel agent trained about 2,400 steps/s for 4 seeds, so its 1M steps (23-28 min) fit
+# no call: the stage gives the score so far. Override with T_E2E_COLD=... etc.; TRAIN_ENVS (16384,4096,1024) and
+# TRAIN_REPEATS (3) size the training stage. A session's 15 device minutes hold two calls (what that session ran):
+#   bash benchmarks/gpu_session.sh --stages pixel --budget 560
+#   T_E2E_COLD=125 T_E2E_WARM=65 TRAIN_ENVS=16384 TRAIN_REPEATS=1 bash benchmarks/gpu_session.sh \
+#     --stages check,e2e_cold,e2e_warm,training --budget 280
 #
 # Results: at most 8 files in $OUT (default runs/gpu_session/out): session.json (stage times and the headline
 # figures, rewritten after every stage), session.log, e2e_cold.json, e2e_warm.json, training.json,
@@ -65,7 +66,7 @@ if [ "$TINY" = 1 ]; then
   PIXEL_ARGS=(ppo.num_envs=2 ppo.num_steps=16 ppo.update_epochs=1 ppo.num_minibatches=2 "ppo.conv_channels=[4,8]"
               ppo.width=16 ppo.head_width=32 schedule.updates_per_chunk=1 eval.num_envs=2 eval.max_steps=20)
 else
-  T_CHECK=${T_CHECK:-60}; T_E2E_COLD=${T_E2E_COLD:-200}; T_E2E_WARM=${T_E2E_WARM:-100}
+  T_CHECK=${T_CHECK:-60}; T_E2E_COLD=${T_E2E_COLD:-220}; T_E2E_WARM=${T_E2E_WARM:-160}
   T_TRAINING=${T_TRAINING:-150}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-45}
   E2E_ARGS=(--seeds 16); TRAIN_ARGS=(--envs "${TRAIN_ENVS:-16384,4096,1024}" --repeats "${TRAIN_REPEATS:-3}")
   PIXEL_SEEDS=${PIXEL_SEEDS:-4}; PIXEL_STEPS=${PIXEL_STEPS:-1000000}
