@@ -70,8 +70,9 @@ else
   T_TRAINING=${T_TRAINING:-150}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-45}
   E2E_ARGS=(--seeds 16); TRAIN_ARGS=(--envs "${TRAIN_ENVS:-16384,4096,1024}" --repeats "${TRAIN_REPEATS:-3}")
   PIXEL_SEEDS=${PIXEL_SEEDS:-4}; PIXEL_STEPS=${PIXEL_STEPS:-1000000}
-  # 35 updates a chunk: 245 updates (1,003,520 steps) in 7 chunks, few host round trips
-  PIXEL_ARGS=(schedule.updates_per_chunk=35 eval.num_envs=8 eval.max_steps=1000)
+  # 7 updates a chunk: 245 updates (1,003,520 steps) in 35 chunks of about 40 s each on an H200 (the first session's
+  # 35-update chunks took 195 s each, so its cut-off run lost most of a chunk of training)
+  PIXEL_ARGS=(schedule.updates_per_chunk=7 eval.num_envs=8 eval.max_steps=1000)
 fi
 
 # The commit, without .git on the device machine: BENCH_COMMIT (set from git here when there is one).

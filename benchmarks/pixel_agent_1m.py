@@ -42,8 +42,17 @@ def summarize(run: Path) -> dict:
            "env_steps_per_seed": chunks[-1]["env_steps"] if chunks else 0,
            "steady_steps_per_s_all_seeds": statistics.median(steady) if steady else None,
            "first_chunk_s": chunks[0]["seconds"] if chunks else None, "reference": REFERENCE}
-    if out["steady_steps_per_s_all_seeds"]:
-        out["projected_s_for_target"] = (cfg.schedule.final_steps * cfg.seeds / out["steady_steps_per_s_all_seeds"])
+    # The run's own clock (phases.json, rewritten as it goes): its training seconds exclude compiling, so the steps
+    # of the finished chunks over them is a speed even from one chunk; a lower bound while a chunk was under way.
+    phases = _phases(run / "phases.json")
+    if phases:
+        out["phases_s_so_far"] = phases["seconds"]
+        training_s = phases["seconds"].get("training") or 0.0
+        if training_s > 0 and out["env_steps_per_seed"]:
+            out["training_steps_per_s_all_seeds"] = out["env_steps_per_seed"] * cfg.seeds / training_s
+    speed = out["steady_steps_per_s_all_seeds"] or out.get("training_steps_per_s_all_seeds")
+    if speed:
+        out["projected_s_for_target"] = cfg.schedule.final_steps * cfg.seeds / speed
     report_path = run / "report.json"
     if report_path.exists():
         report = json.loads(report_path.read_text())
@@ -75,6 +84,13 @@ def _chunks(path: Path) -> list[dict]:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except OSError:
         return []
+
+
+def _phases(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _compile_brief(record: dict | None) -> dict | None:
