@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def git_commit() -> dict:
     """{'commit': HEAD, 'dirty': uncommitted changes to tracked files, 'commit_source'}. BENCH_COMMIT /
-    BENCH_DIRTY=1 in the environment, where set, say what a copied tree is and win over git: a device machine's copy
-    may carry a stale .git of its own (the first H200 session's reported its parent commit)."""
+    BENCH_DIRTY=1 in the environment, where set, say what a copied tree is and win over git: git on a device
+    machine's copy answered with an older commit once (the first H200 session's, its parent)."""
     if os.environ.get("BENCH_COMMIT"):
         return {"commit": os.environ["BENCH_COMMIT"], "dirty": os.environ.get("BENCH_DIRTY", "") == "1",
                 "commit_source": "BENCH_COMMIT"}
