@@ -297,7 +297,8 @@ def test_two_studies_side_by_side_read_from_their_json(tmp_path):
 
 
 def test_bench_commit_names_a_copied_tree_even_where_git_answers(monkeypatch):
-    """Where git answers with another commit (a device machine's copy once did), the commit the session script was given wins."""
+    """Where git answers with another commit (a device machine's copy once did), the commit the session script was
+    given wins."""
     from envgen_jax.run.provenance import git_commit
     monkeypatch.delenv("BENCH_COMMIT", raising=False)
     assert git_commit()["commit_source"] in ("git", "unknown: no git here and no BENCH_COMMIT")
