@@ -54,21 +54,43 @@ def test_pixels_are_craftax_pixels_as_bytes(pixel_env):
     assert len(np.unique(np.asarray(ours))) > 20  # a picture, not a blank
 
 
-def test_conv_agent_trains_on_pixels(pixel_env):
-    cfg = PPOConfig(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
-                    conv_channels=(8, 8))
-    trainer = make_trainer(pixel_env, cfg)
+@pytest.fixture(scope="module")
+def conv_runs(pixel_env):
+    """A tiny conv agent, 2 seeds, 2 updates: vmapped (the default) and one seed after another (ppo.seed_axis='map');
+    per mode (the chunk's lowered program, params before, params after, metrics)."""
+    from envgen_jax.trainer.train import _chunk_arguments
     bank = make_params([CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3)])
     rows = jnp.array([0, 1, 0, 1], jnp.int32)
-    ts = trainer.init(bank, rows)
-    before = jax.tree.leaves(jax.device_get(ts.params))
-    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2)
-    metrics = to_host(metrics)
-    assert np.asarray(ts.obs).dtype == np.uint8  # rollouts carry bytes, not floats
+    out = {}
+    for how in ("vmap", "map"):
+        cfg = PPOConfig(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
+                        conv_channels=(8, 8), num_seeds=2, seed_axis=how)
+        trainer = make_trainer(pixel_env, cfg)
+        ts = trainer.init(bank, rows)
+        program = trainer._chunk_jit.lower(*_chunk_arguments(ts, bank, rows), num_updates=2).as_text()
+        before = jax.device_get(ts.params)
+        ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2)
+        assert np.asarray(ts.obs).dtype == np.uint8  # rollouts carry bytes, not floats
+        out[how] = program, before, jax.device_get(ts.params), to_host(metrics)
+    return out
+
+
+def test_conv_agent_trains_on_pixels(conv_runs):
+    _, before, after, metrics = conv_runs["vmap"]
     assert all(np.isfinite(np.asarray(v)).all() for v in vars(metrics.losses).values())
-    after = jax.tree.leaves(jax.device_get(ts.params))
-    assert any(not np.allclose(a, b) for a, b in zip(before, after))
-    assert int(np.asarray(metrics.env_steps)[0]) == 2 * 4 * 8
+    assert any(not np.allclose(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
+    assert np.asarray(metrics.env_steps).tolist() == [2 * 4 * 8] * 2
+
+
+def test_seeds_one_after_another_train_as_vmapped_with_dense_convolutions(conv_runs):
+    """ppo.seed_axis='map': the chunk runs the agents one after another, so their convolutions stay dense (vmapped
+    over parameters they are grouped: feature_group_count = seeds), and each agent trains as in the vmapped program."""
+    (vmapped, _, vmap_params, vmap_metrics), (mapped, _, map_params, map_metrics) = conv_runs["vmap"], conv_runs["map"]
+    assert "feature_group_count = 2" in vmapped and "feature_group_count = 2" not in mapped
+    for a, b in zip(jax.tree.leaves(vmap_params), jax.tree.leaves(map_params)):
+        assert a.shape[0] == 2 and np.allclose(a, b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(vmap_metrics.losses.total_loss, map_metrics.losses.total_loss, rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(vmap_metrics.rows.episodes, map_metrics.rows.episodes)
 
 
 def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):

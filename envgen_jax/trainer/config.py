@@ -95,6 +95,10 @@ class PPOConfig:
     agent: 1024; 0: none)"""
     num_seeds: int = bounded(1, minimum=1)
     """independent agents vmapped in one compiled run"""
+    seed_axis: Literal["vmap", "map"] = "vmap"
+    """how a training chunk runs its agents: 'vmap' (batched together) or 'map' (one after another in the same
+    program). Vmapped over their parameters, a conv network's convolutions become grouped convolutions, which XLA
+    runs far slower than dense ones (docs/devices.md); 'map' keeps them dense, at the price of a batch per agent"""
     seed: int = 0
     """first seed; seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()"""
     resets_per_step: int = bounded(0, minimum=0)

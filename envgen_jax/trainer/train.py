@@ -56,6 +56,22 @@ def layout(rows):
     return rows
 
 
+def over_seeds(fn, in_axes: tuple, how: str = "vmap"):
+    """`fn` over the seed axis of the arguments whose `in_axes` entry is 0 (the others shared): vmapped, or with
+    how='map' one seed after another (lax.map), which keeps each seed's convolutions dense (PPOConfig.seed_axis)."""
+    if how == "vmap":
+        return jax.vmap(fn, in_axes=in_axes)
+
+    def one_after_another(*args):
+        def one(per_seed):
+            per_seed = iter(per_seed)
+            return fn(*(next(per_seed) if axis == 0 else arg for arg, axis in zip(args, in_axes)))
+
+        return jax.lax.map(one, tuple(arg for arg, axis in zip(args, in_axes) if axis == 0))
+
+    return one_after_another
+
+
 def rows_axis(rows) -> int | None:
     """vmap axis of the layout: per-seed rows [S, N] (or per-seed probs [S, K]) map over seeds."""
     if isinstance(rows, RowSampler):
@@ -260,7 +276,7 @@ class Trainer:
     def _train_chunk(self, ts, bank, rows, reset, num_updates: int):
         self.trace_counts["train_chunk"] += 1
         fn = functools.partial(self._chunk_one, num_updates=num_updates)
-        return jax.vmap(fn, in_axes=(0, None, rows_axis(rows), None))(ts, bank, rows, reset)
+        return over_seeds(fn, (0, None, rows_axis(rows), None), self.cfg.seed_axis)(ts, bank, rows, reset)
 
     def compile_train_chunk(self, ts, bank, rows, num_updates: int):
         """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows, reset=False) ->
