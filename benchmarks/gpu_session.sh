@@ -14,28 +14,33 @@
 #              seeds, a fresh persistent compilation cache (run_all --parts e2e --compile-cache)           <= T_E2E_COLD
 #   e2e_warm   the same again in a new process: every program from the cache                               <= T_E2E_WARM
 #   training   training throughput at 16384, 1024 and 4096 envs (run_all --parts training)                 <= T_TRAINING
+#   pixel_seeds  the pixel agent's training chunk, 4 seeds vmapped vs one after another (ppo.seed_axis: grouped vs
+#              dense convolutions), side by side (benchmarks/pixel_seed_axis.py)                   <= T_PIXEL_SEEDS
 #   pixel      issue 42: plain PPO with the paper's pixel agent (configs/crafter_ppo_paper_agent.yaml), cycles=0 so
-#              the first PIXEL_STEPS (1M) steps are the scored phase, PIXEL_SEEDS (4) vmapped seeds; the Crafter
+#              the first PIXEL_STEPS (1M) steps are the scored phase, PIXEL_SEEDS (4) seeds (vmapped, or one after
+#              another with PIXEL_SEED_AXIS=map, whichever pixel_seeds found faster); the Crafter
 #              score and mean success beside Dedieu et al.'s rerun (10.7% / 47.4%), or, if cut off, the score so far
 #              (newest checkpoint) and the speed, in pixel_agent_1m.json                               the rest
 # The boxes come from the one H200 session so far (benchmarks/results/gpu_h200/README.md): the 16-seed protocol
 # reached 25% of its steps in 114 s cold and 57 s warm (projected whole: about 200 s and 150 s); 16384-env training
 # did not finish in 66 s; the pixel agent trained about 2,400 steps/s for 4 seeds, so its 1M steps (23-28 min) fit
 # no call: the stage gives the score so far. Override with T_E2E_COLD=... etc.; TRAIN_ENVS (16384,4096,1024) and
-# TRAIN_REPEATS (3) size the training stage. A session's 15 device minutes hold two calls (what that session ran):
-#   bash benchmarks/gpu_session.sh --stages pixel --budget 560
+# TRAIN_REPEATS (3) size the training stage. A session's 15 device minutes hold two calls (the first H200 session
+# ran these, its first call without pixel_seeds, then new):
+#   bash benchmarks/gpu_session.sh --stages pixel_seeds,pixel --budget 560
 #   T_E2E_COLD=125 T_E2E_WARM=65 TRAIN_ENVS=16384 TRAIN_REPEATS=1 bash benchmarks/gpu_session.sh \
 #     --stages check,e2e_cold,e2e_warm,training --budget 280
 #
 # Results: at most 8 files in $OUT (default runs/gpu_session/out): session.json (stage times and the headline
 # figures, rewritten after every stage), session.log, e2e_cold.json, e2e_warm.json, training.json,
-# pixel_agent_1m.json and results.tgz (every result file and the pixel run's small files; no checkpoints).
+# pixel_seed_axis.json, pixel_agent_1m.json and results.tgz (every result file and the pixel run's small files; no
+# checkpoints).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
 TINY=0
-STAGES=check,e2e_cold,e2e_warm,training,pixel
+STAGES=check,e2e_cold,e2e_warm,training,pixel_seeds,pixel
 BUDGET=${BUDGET:-}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -61,6 +66,7 @@ say() { echo "[gpu_session +$(( $(date +%s) - T0 ))s] $*" | tee -a "$LOG"; }
 if [ "$TINY" = 1 ]; then
   T_CHECK=${T_CHECK:-120}; T_E2E_COLD=${T_E2E_COLD:-400}; T_E2E_WARM=${T_E2E_WARM:-300}
   T_TRAINING=${T_TRAINING:-400}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-120}
+  T_PIXEL_SEEDS=${T_PIXEL_SEEDS:-400}; SEED_AXIS_ARGS=(--cpu-tiny --seeds 2)
   E2E_ARGS=(--cpu-tiny --seeds 1); TRAIN_ARGS=(--cpu-tiny --envs 8)
   PIXEL_SEEDS=${PIXEL_SEEDS:-2}; PIXEL_STEPS=${PIXEL_STEPS:-64}
   PIXEL_ARGS=(ppo.num_envs=2 ppo.num_steps=16 ppo.update_epochs=1 ppo.num_minibatches=2 "ppo.conv_channels=[4,8]"
@@ -68,6 +74,8 @@ if [ "$TINY" = 1 ]; then
 else
   T_CHECK=${T_CHECK:-60}; T_E2E_COLD=${T_E2E_COLD:-220}; T_E2E_WARM=${T_E2E_WARM:-160}
   T_TRAINING=${T_TRAINING:-150}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-45}
+  # two compiles (about 60 s each there) and six calls of one update (about 5.5 s each vmapped)
+  T_PIXEL_SEEDS=${T_PIXEL_SEEDS:-200}; SEED_AXIS_ARGS=(--seeds 4)
   E2E_ARGS=(--seeds 16); TRAIN_ARGS=(--envs "${TRAIN_ENVS:-16384,4096,1024}" --repeats "${TRAIN_REPEATS:-3}")
   PIXEL_SEEDS=${PIXEL_SEEDS:-4}; PIXEL_STEPS=${PIXEL_STEPS:-1000000}
   # 7 updates a chunk: 245 updates (1,003,520 steps) in 35 chunks of about 40 s each on an H200 (the first session's
@@ -105,6 +113,7 @@ summarize() {
   for f in "$RESULTS"/e2e_warm/e2e_*.json; do [ -f "$f" ] && cp "$f" "$OUT/e2e_warm.json"; done
   for f in "$RESULTS"/training/training_*.json; do [ -f "$f" ] && cp "$f" "$OUT/training.json"; done
   [ -f "$RESULTS/pixel_agent_1m.json" ] && cp "$RESULTS/pixel_agent_1m.json" "$OUT/pixel_agent_1m.json"
+  [ -f "$RESULTS/pixel_seed_axis.json" ] && cp "$RESULTS/pixel_seed_axis.json" "$OUT/pixel_seed_axis.json"
   (cd "$RESULTS" && find . -path ./xdg -prune -o -path '*/checkpoints' -prune -o -type f \
       \( -name '*.json' -o -name '*.jsonl' -o -name '*.png' -o -name '*.md' -o -name '*.yaml' -o -name '*.log' \
          -o -name '*.tsv' \) -print | tar czf "$OUT/.results.tgz.partial" -T - 2>/dev/null) \
@@ -156,6 +165,8 @@ stage e2e_warm "$T_E2E_WARM" "$PY" benchmarks/run_all.py --parts e2e --compile-c
   --out-dir "$RESULTS/e2e_warm" "${E2E_ARGS[@]}"
 stage training "$T_TRAINING" "$PY" benchmarks/run_all.py --parts training --fresh --out-dir "$RESULTS/training" \
   "${TRAIN_ARGS[@]}"
+stage pixel_seeds "$T_PIXEL_SEEDS" "$PY" benchmarks/pixel_seed_axis.py --out "$RESULTS/pixel_seed_axis.json" \
+  "${SEED_AXIS_ARGS[@]}"
 # The pixel run gets what is left, less the time its summary needs (which reads the newest checkpoint of a run
 # cut off by its box).
 PIXEL_LEFT=$(( BUDGET - ($(date +%s) - T0) - RESERVE - T_SUMMARY ))
@@ -165,7 +176,7 @@ case ",$STAGES," in
       stage pixel "$PIXEL_LEFT" "$PY" -m envgen_jax.cli train --config configs/crafter_ppo_paper_agent.yaml \
         --out "$RESULTS/pixel_run" --set seeds="$PIXEL_SEEDS" schedule.cycles=0 schedule.final_steps="$PIXEL_STEPS" \
         output.progress=false output.tensorboard=false output.pictures=false output.checkpoint_minutes=1 \
-        "${PIXEL_ARGS[@]}"
+        ppo.seed_axis="${PIXEL_SEED_AXIS:-vmap}" "${PIXEL_ARGS[@]}"
       STAGES=$STAGES,pixel_summary
       stage pixel_summary "$T_SUMMARY" "$PY" benchmarks/pixel_agent_1m.py "$RESULTS/pixel_run" \
         --out "$RESULTS/pixel_agent_1m.json"

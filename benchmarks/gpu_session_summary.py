@@ -59,12 +59,14 @@ def summarize(results: Path) -> dict:
         stages.append({"stage": name, "limit_s": float(limit), "seconds": float(seconds), "status": status})
     check = _load(results / "check.json") or {}
     pixel = _load(results / "pixel_agent_1m.json")
+    seed_axis = _load(results / "pixel_seed_axis.json")
     return {
         "benchmark": "gpu_session", "device": check.get("device"), "environment": check or None,
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stages": stages, "aims": AIMS,
         "e2e_cold": _e2e(next(iter(sorted((results / "e2e_cold").glob("e2e_*.json"))), Path("-"))),
         "e2e_warm": _e2e(next(iter(sorted((results / "e2e_warm").glob("e2e_*.json"))), Path("-"))),
         "training": _training(next(iter(sorted((results / "training").glob("training_*.json"))), Path("-"))),
+        "pixel_seed_axis": None if seed_axis is None else {k: v for k, v in seed_axis.items() if k != "environment"},
         "pixel_agent_1m": None if pixel is None else {k: v for k, v in pixel.items() if k != "environment"},
     }
 
