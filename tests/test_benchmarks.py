@@ -305,3 +305,19 @@ def test_bench_commit_names_a_copied_tree_even_where_git_answers(monkeypatch):
     monkeypatch.setenv("BENCH_COMMIT", "0" * 40)
     monkeypatch.setenv("BENCH_DIRTY", "1")
     assert git_commit() == {"commit": "0" * 40, "dirty": True, "commit_source": "BENCH_COMMIT"}
+
+
+def test_gpu_session_summary_reads_what_each_stage_left(tmp_path):
+    """The session's summary holds every stage's line and each result a stage saved, also from a stage cut off."""
+    from benchmarks import gpu_session_summary
+    (tmp_path / "stages.tsv").write_text("check\t60\t3.2\tok\npixel_seeds\t200\t200.4\ttimed out at 200s\n")
+    (tmp_path / "check.json").write_text(json.dumps({"device": "gpu:NVIDIA H200"}))
+    seed_axis = {"benchmark": "pixel_seed_axis", "environment": {"device": "gpu:NVIDIA H200"},
+                 "variants": {"vmap": {"compile_s": 60.0, "times_s": [5.5]}}}
+    (tmp_path / "pixel_seed_axis.json").write_text(json.dumps(seed_axis))
+    out = gpu_session_summary.main([str(tmp_path), "--out", str(tmp_path / "session.json")])
+    assert out == json.loads((tmp_path / "session.json").read_text())
+    assert [s["stage"] for s in out["stages"]] == ["check", "pixel_seeds"]
+    assert out["stages"][1]["status"].startswith("timed out") and out["device"] == "gpu:NVIDIA H200"
+    assert out["pixel_seed_axis"] == {k: v for k, v in seed_axis.items() if k != "environment"}
+    assert out["pixel_agent_1m"] is None and out["e2e_cold"] is None
