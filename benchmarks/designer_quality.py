@@ -240,7 +240,8 @@ V3 = (("envs_per_reply", 1), ("targets", False), ("needs", False), ("history", "
 # repeat of the design's or an earlier cycle's environment asked again), the designer as it runs now, and the
 # reference of issue 45's ideas, each v3_distinct plus one setting.
 V3_MEASURED = V3 + (("distinct", False),)  # (Variant.settings' default too; said here as v3 is compared to it)
-V3_DISTINCT = V3 + (("distinct", True),)
+# Issue 45's ideas pinned off in the reference, so that a default they become cannot move it.
+V3_DISTINCT = V3 + (("distinct", True), ("weak_needs", False), ("weak_levers", False), ("unserved", "accept"))
 VARIANTS: dict[str, Variant] = {
     "v2": Variant(current, "all", "the second study's designer: targets first, achievements with their needs, earlier "
                                   "environments in words (no agent here, so without what it unlocked inside "
