@@ -60,6 +60,14 @@ from envgen_jax.run.log import write_text_atomic  # noqa: E402,F401 (re-exported
 from envgen_jax.run.provenance import code_version, environment, git_commit  # noqa: E402,F401 (re-exported)
 
 
+def load_json(path: Path) -> dict | None:
+    """A result file's JSON, or None where there is none (never written, unreadable, or not JSON)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def platform_tag(tiny: bool = False) -> str:
     """'gpu', 'cpu', 'tpu'; a tiny (smoke) run on an accelerator is tagged '<platform>_tiny'. A CPU result is
     always tagged 'cpu' and marked not for quoting absolute speeds."""

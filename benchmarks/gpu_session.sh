@@ -17,8 +17,8 @@
 #   pixel_seeds  the pixel agent's training chunk, 4 seeds vmapped vs one after another (ppo.seed_axis: grouped vs
 #              dense convolutions), side by side (benchmarks/pixel_seed_axis.py)                   <= T_PIXEL_SEEDS
 #   pixel      issue 42: plain PPO with the paper's pixel agent (configs/crafter_ppo_paper_agent.yaml), cycles=0 so
-#              the first PIXEL_STEPS (1M) steps are the scored phase, PIXEL_SEEDS (4) seeds (vmapped, or one after
-#              another with PIXEL_SEED_AXIS=map, whichever pixel_seeds found faster); the Crafter
+#              the first PIXEL_STEPS (1M) steps are the scored phase, PIXEL_SEEDS (4) seeds, vmapped (or one after
+#              another with PIXEL_SEED_AXIS=map: set it from pixel_seeds' result, nothing picks it); the Crafter
 #              score and mean success beside Dedieu et al.'s rerun (10.7% / 47.4%), or, if cut off, the score so far
 #              (newest checkpoint) and the speed, in pixel_agent_1m.json                               the rest
 # The boxes come from the one H200 session so far (benchmarks/results/gpu_h200/README.md): the 16-seed protocol

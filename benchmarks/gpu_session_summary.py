@@ -14,21 +14,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import write_text_atomic  # noqa: E402
+from benchmarks.common import load_json, write_text_atomic  # noqa: E402
 
 AIMS = {"e2e_16_seeds_cold_s": 120, "e2e_16_seeds_warm_s": 60, "training_sps_at_16384": 1_000_000,
         "pixel_crafter_score_within_2_points_of": 10.7}
 
 
-def _load(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _e2e(path: Path) -> list[dict] | None:
-    data = _load(path)
+    data = load_json(path)
     if data is None:
         return None
     keep = ("seeds", "wall_s", "phases", "programs", "sps_wall", "sps_train_steady_median", "score", "error",
@@ -37,7 +30,7 @@ def _e2e(path: Path) -> list[dict] | None:
 
 
 def _training(path: Path) -> list[dict] | None:
-    data = _load(path)
+    data = load_json(path)
     if data is None:
         return None
     out = []
@@ -57,9 +50,9 @@ def summarize(results: Path) -> dict:
     for line in (results / "stages.tsv").read_text().splitlines() if (results / "stages.tsv").exists() else []:
         name, limit, seconds, status = line.split("\t")
         stages.append({"stage": name, "limit_s": float(limit), "seconds": float(seconds), "status": status})
-    check = _load(results / "check.json") or {}
-    pixel = _load(results / "pixel_agent_1m.json")
-    seed_axis = _load(results / "pixel_seed_axis.json")
+    check = load_json(results / "check.json") or {}
+    pixel = load_json(results / "pixel_agent_1m.json")
+    seed_axis = load_json(results / "pixel_seed_axis.json")
     return {
         "benchmark": "gpu_session", "device": check.get("device"), "environment": check or None,
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stages": stages, "aims": AIMS,

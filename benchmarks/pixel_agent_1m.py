@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import environment, write_text_atomic  # noqa: E402
+from benchmarks.common import environment, load_json, write_text_atomic  # noqa: E402
 
 REFERENCE = {"source": "Dedieu et al. 2025, Table 1: their rerun of Moon et al.'s PPO (the EnvGen paper's agent) on "
                        "Craftax-Classic pixels at 1M steps", "crafter_score": 10.7, "mean_success": 47.4}
@@ -44,7 +44,7 @@ def summarize(run: Path) -> dict:
            "first_chunk_s": chunks[0]["seconds"] if chunks else None, "reference": REFERENCE}
     # The run's own clock (phases.json, rewritten as it goes): its training seconds exclude compiling, so the steps
     # of the finished chunks over them is a speed even from one chunk; a lower bound while a chunk was under way.
-    phases = _phases(run / "phases.json")
+    phases = load_json(run / "phases.json")
     if phases:
         out["phases_s_so_far"] = phases["seconds"]
         training_s = phases["seconds"].get("training") or 0.0
@@ -84,13 +84,6 @@ def _chunks(path: Path) -> list[dict]:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except OSError:
         return []
-
-
-def _phases(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _compile_brief(record: dict | None) -> dict | None:
