@@ -179,7 +179,7 @@ def markdown(result: dict) -> str:
 # LLM settings added after chain files were first written, with the value that asks as the code did before each
 # existed (its default when added; a later default may differ, so today's LLMSettings() cannot tell).
 BEFORE_ADDED = {"analysis": "each_reply", "distinct": False, "weak_needs": False, "weak_levers": False,
-                "unserved": "accept"}
+                "unserved": "accept", "focus": "none"}
 
 
 def differing(old: dict, new: dict) -> list[str]:

@@ -39,8 +39,9 @@ run it, measured before llm.distinct and pinned without it), `v3_distinct` (v3 w
 environment asked again, the designer as it runs now) and issue 45's ideas on top of it, each one setting:
 `v3_weak_needs` (what the weakest quarter's achievements need), `v3_weak_levers` (with the settings that make each
 easier, e.g. Heist's keys), `v3_targets_where_missing` (one environment asked again, targets first, where no
-environment serves a weak skill), decided against v3_distinct (IDEAS_45), `v2_greedy` (at temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and
-`v2_with_defaults`, `v2_analysis_once` (the later replies of a design read the first one's analysis instead of
+environment serves a weak skill), decided against v3_distinct (IDEAS_45), then `v3_focus_weakest` (v3_weak_needs,
+adopted, with each environment asked for one weak skill in turn), decided against v3_weak_needs; `v2_greedy` (at
+temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and `v2_with_defaults`, `v2_analysis_once` (the later replies of a design read the first one's analysis instead of
 writing their own: fewer tokens a call), `v2_no_advice` (no repair turn for a valid but wasteful environment: fewer
 replies a call), and `v1` (the designer of the first study). The
 first round's variants, all with v1's prompts: `sampled_repairs` (= v1), `current` (the same with
@@ -241,7 +242,8 @@ V3 = (("envs_per_reply", 1), ("targets", False), ("needs", False), ("history", "
 # reference of issue 45's ideas, each v3_distinct plus one setting.
 V3_MEASURED = V3 + (("distinct", False),)  # (Variant.settings' default too; said here as v3 is compared to it)
 # Issue 45's ideas pinned off in the reference, so that a default they become cannot move it.
-V3_DISTINCT = V3 + (("distinct", True), ("weak_needs", False), ("weak_levers", False), ("unserved", "accept"))
+V3_DISTINCT = V3 + (("distinct", True), ("weak_needs", False), ("weak_levers", False), ("unserved", "accept"),
+                    ("focus", "none"))
 VARIANTS: dict[str, Variant] = {
     "v2": Variant(current, "all", "the second study's designer: targets first, achievements with their needs, earlier "
                                   "environments in words (no agent here, so without what it unlocked inside "
@@ -277,6 +279,10 @@ VARIANTS: dict[str, Variant] = {
                                                          "when no environment serves a skill of the weakest quarter "
                                                          "(llm.unserved: targets_first)", 0.7,
                                         V3_DISTINCT + (("unserved", "targets_first"),)),
+    "v3_focus_weakest": Variant(current, "none", "v3_weak_needs (the default it became) asking each environment of a "
+                                                 "feedback design for one skill of the weakest quarter in turn, "
+                                                 "weakest first (llm.focus: weakest)", 0.7,
+                                V3_DISTINCT + (("weak_needs", True), ("focus", "weakest"))),
     "v2_all_at_once": Variant(current, "all", "v2 asking for all environments in one reply", 0.7,
                               (("envs_per_reply", None),)),
     "v2_one_per_reply": Variant(current, "all", "v2 with one environment per reply (the default since it was "
@@ -562,27 +568,37 @@ IDEAS = (  # (idea, the variant that tests it, "ablation" | "adoption")
 # rule: keep only what helps the minimum without lowering the average, i.e. adopted when its lowest targeting over
 # the feedback profiles is higher than v3_distinct's and its targeting, paired with v3_distinct request by request,
 # is not lower with p < ALPHA; at least two requests per profile, fewer: provisional.
+# An idea measured after an earlier one was adopted builds on it, and is decided against it (IDEA_REFERENCE).
 REFERENCE_45 = "v3_distinct"
 IDEAS_45 = (("weak_needs", "v3_weak_needs"), ("weak_needs + weak_levers", "v3_weak_levers"),
-            ("unserved: targets_first", "v3_targets_where_missing"))
+            ("unserved: targets_first", "v3_targets_where_missing"), ("weak_needs + focus: weakest", "v3_focus_weakest"))
+IDEA_REFERENCE = {"v3_focus_weakest": "v3_weak_needs"}
+
+
+def idea_pairs(scored: list[dict]) -> list[dict]:
+    """Each of IDEAS_45's variants paired with its reference (REFERENCE_45, or IDEA_REFERENCE's)."""
+    references = {v: IDEA_REFERENCE.get(v, REFERENCE_45) for _, v in IDEAS_45}
+    return [row for ref in dict.fromkeys(references.values())
+            for row in paired(scored, ref, [v for v, r in references.items() if r == ref])]
 
 
 def decisions_45(paired_rows: list[dict], overall: list[dict], repeats_needed: int = 2) -> list[dict]:
     """Each of IDEAS_45's verdict by the rule above (AIM's model's rows; an idea not measured is left out)."""
     requests_needed = repeats_needed * sum(len(ps) for ps in PROFILES.values())
-    rows = {p["variant"]: p for p in paired_rows if p["model"] == AIM["model"] and p["reference"] == REFERENCE_45}
+    rows = {(p["variant"], p["reference"]): p for p in paired_rows if p["model"] == AIM["model"]}
     low = {r["variant"]: (r.get("targeting_min") or {}).get("share") for r in overall if r["model"] == AIM["model"]}
     out = []
     for idea, variant in IDEAS_45:
-        if variant not in rows or low.get(variant) is None or low.get(REFERENCE_45) is None:
+        reference = IDEA_REFERENCE.get(variant, REFERENCE_45)
+        if (variant, reference) not in rows or low.get(variant) is None or low.get(reference) is None:
             continue
-        row = rows[variant]
-        higher = low[variant] > low[REFERENCE_45]
+        row = rows[variant, reference]
+        higher = low[variant] > low[reference]
         lowered = _significant(row["targeting"], -1)
-        reasons = [f"minimum over profiles {100 * low[REFERENCE_45]:.0f}% -> {100 * low[variant]:.0f}%"
+        reasons = [f"minimum over profiles {100 * low[reference]:.0f}% -> {100 * low[variant]:.0f}%"
                    + ("" if higher else ": not higher"),
                    "it lowers the average" if lowered else f"the average not lower with p < {ALPHA}"]
-        out.append({"idea": idea, "variant": variant, "kind": "minimum", "reference": REFERENCE_45,
+        out.append({"idea": idea, "variant": variant, "kind": "minimum", "reference": reference,
                     "requests": row["requests"], "provisional": row["requests"] < requests_needed,
                     "verdict": "adopted" if higher and not lowered else "not adopted", "reasons": reasons})
     return out
@@ -740,7 +756,7 @@ def markdown(result: dict) -> str:
     if pairs:
         pct, count = (lambda x: f"{100 * x:.0f}%"), (lambda x: f"{x:.0f}")  # noqa: E731
         lines += ["", f"Each variant against {REFERENCE} on the same requests (issue 45's ideas also against "
-                      f"{REFERENCE_45}; model, game, profile, seed; targeting "
+                      f"{REFERENCE_45} or the idea they build on; model, game, profile, seed; targeting "
                       f"and repeats over the feedback profiles' requests; mean per request, the difference's "
                       f"two-sided paired sign-flip permutation test):", "",
                   "| model | prompt | against | requests | targets weak skills, reference -> it | difference, "
@@ -755,7 +771,8 @@ def markdown(result: dict) -> str:
         lines += ["", f"The rule (docs/designer.md; set before the second requests): an idea stays if v2 "
                       f"without it lowers targeting, or raises repeats or tokens written, with p < {ALPHA}; a new "
                       f"idea is adopted if it writes fewer tokens with p < {ALPHA} and does not lower targeting "
-                      f"with p < {ALPHA}. Issue 45's ideas (against {REFERENCE_45}): adopted if the lowest "
+                      f"with p < {ALPHA}. Issue 45's ideas (against {REFERENCE_45}, or the idea "
+                      f"adopted they build on): adopted if the lowest "
                       f"targeting over the profiles rises and the average is not lower with p < {ALPHA}. Decided on "
                       f"two requests per profile; fewer: provisional.", "",
                   "| idea | variant | requests | verdict | why |", "|---|---|---|---|---|"]
@@ -840,7 +857,7 @@ def build_result(records: list[dict], settings: dict, environment: dict, models:
             "previous_design": {e: [{"purpose": p, "config": c} for p, c in d] for e, d in PREVIOUS.items()},
             "examples": EXAMPLES, "aim": AIM, "aggregates": aggregates,
             "aims": aims(aggregates["overall"], aggregates["by_env"], aggregates["by_profile"]),
-            "paired": (pairs := paired(scored) + paired(scored, REFERENCE_45, [v for _, v in IDEAS_45])),
+            "paired": (pairs := paired(scored) + idea_pairs(scored)),
             "decisions": decisions(pairs) + decisions_45(pairs, aggregates["overall"]),
             "prompts": prompts, "calls": scored}
 

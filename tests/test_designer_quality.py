@@ -313,7 +313,9 @@ def test_the_lowest_profile_is_reported_beside_the_average_and_decides_issue_45s
                     call("v3_weak_needs", "weak_plants", r, half), call("v3_weak_needs", "weak_combat", r, hit),
                     call("v3_weak_needs", "weak_keys", r, half, "heist"),
                     call("v3_weak_levers", "weak_plants", r, half), call("v3_weak_levers", "weak_combat", r, miss),
-                    call("v3_weak_levers", "weak_keys", r, half, "heist")]
+                    call("v3_weak_levers", "weak_keys", r, half, "heist"),
+                    call("v3_focus_weakest", "weak_plants", r, hit), call("v3_focus_weakest", "weak_combat", r, hit),
+                    call("v3_focus_weakest", "weak_keys", r, half, "heist")]
     agg = dq.aggregate(records)
     overall = {r["variant"]: r for r in agg["overall"]}
     assert overall["v3_distinct"]["targeting_min"] == {"share": 0.0, "hits": 0, "of": 8, "env": "crafter",
@@ -323,10 +325,16 @@ def test_the_lowest_profile_is_reported_beside_the_average_and_decides_issue_45s
     assert heist["targeting_min"]["profile"] == "weak_keys" and heist["targeting_min"]["share"] == 0.5
     # a tie goes to the profile first in PROFILES' order
     assert overall["v3_weak_needs"]["targeting_min"]["profile"] == "weak_plants"
-    pairs = dq.paired(records, dq.REFERENCE_45, ["v3_weak_needs", "v3_weak_levers"])
-    verdicts = {d["variant"]: d["verdict"] for d in dq.decisions_45(pairs, agg["overall"])}
-    # needs: minimum 0% -> 50%, the average up; levers: minimum 0% -> 0% (combat now unserved), not adopted
-    assert verdicts == {"v3_weak_needs": "adopted", "v3_weak_levers": "not adopted"}
+    pairs = dq.idea_pairs(records)
+    assert {(p["variant"], p["reference"]) for p in pairs} == {
+        ("v3_weak_needs", "v3_distinct"), ("v3_weak_levers", "v3_distinct"), ("v3_focus_weakest", "v3_weak_needs")}
+    decided = {d["variant"]: d for d in dq.decisions_45(pairs, agg["overall"])}
+    # needs: minimum 0% -> 50%, the average up; levers: minimum 0% -> 0% (combat now unserved), not adopted; focus,
+    # built on needs and decided against it: minimum 50% -> 50% (the keys), not higher, so not adopted
+    assert {v: d["verdict"] for v, d in decided.items()} == {
+        "v3_weak_needs": "adopted", "v3_weak_levers": "not adopted", "v3_focus_weakest": "not adopted"}
+    assert decided["v3_focus_weakest"]["reference"] == "v3_weak_needs"
+    assert decided["v3_focus_weakest"]["reasons"][0] == "minimum over profiles 50% -> 50%: not higher"
     (aim,) = [a for a in dq.aims(agg["overall"], agg["by_env"], agg["by_profile"]) if a["variant"] == "v3_distinct"]
     assert (aim["profile_minimum"], aim["profile_minimum_at"], aim["profile_minimum_met"]) == (
         0.0, "crafter weak_plants", False)
@@ -341,5 +349,6 @@ def test_issue_45_variants_are_v3_distinct_plus_one_setting():
     assert dq.VARIANTS["v2"].settings(LLMSettings()).distinct is False  # measured before the guard
     for variant, change in (("v3_weak_needs", {"weak_needs": True}),
                             ("v3_weak_levers", {"weak_needs": True, "weak_levers": True}),
-                            ("v3_targets_where_missing", {"unserved": "targets_first"})):
+                            ("v3_targets_where_missing", {"unserved": "targets_first"}),
+                            ("v3_focus_weakest", {"weak_needs": True, "focus": "weakest"})):
         assert dq.VARIANTS[variant].settings(base) == dataclasses.replace(guarded, **change), variant

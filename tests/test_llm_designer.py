@@ -724,3 +724,34 @@ def test_targets_first_asks_one_spare_environment_again_for_the_weak_skills_none
     designer, client, _ = make(tmp_path / "off", [design_json([iron, iron2])], settings=GUARDED)
     designer.feedback(PLANTS_WEAK, 2, previous=[CrafterConfig.original()])
     assert len(client.calls) == 1
+
+
+def test_focus_weakest_asks_each_feedback_environment_for_one_weak_skill_in_turn(tmp_path):
+    from envgen_jax.llm.prompts import focus_skills
+    assert focus_skills(["a", "b"], 5) == ["a", "b", "a", "b", "a"] and focus_skills([], 3) == []
+    one = {"inventory_settings": {"sapling": 1}}
+    two = {"inventory_settings": {"sapling": 2}}
+    three = {"environment_settings": {"target_biome": "grassland"}}
+    settings = LLMSettings(**{**GUARDED.to_dict(), "focus": "weakest", "envs_per_reply": 1})
+    designer, client, _ = make(tmp_path, [design_json([c]) for c in (one, two, three)], settings=settings)
+    designer.feedback(PLANTS_WEAK, 3, previous=[CrafterConfig.original()])
+    asks = [call["messages"][-1]["content"] for call in client.calls]
+    # The weakest quarter, weakest first: eat_plant, place_plant, collect_sapling, one environment each.
+    for k, (ask, skill) in enumerate(zip(asks, ["eat_plant", "place_plant", "collect_sapling"]), start=1):
+        assert ask.endswith(f"Write environment {k} of the 3 for {skill}, among the agent's weakest achievements: "
+                            "choose the settings that give the agent what it needs and what comes just before it, "
+                            "so that it can learn it there."), ask[-300:]
+    # All in one reply: the reply's environments named in order. A first design (no feedback) has no focus.
+    settings = LLMSettings(**{**GUARDED.to_dict(), "focus": "weakest"})
+    four = {"creature_settings": {"cows": "very common"}}
+    designer, client, _ = make(tmp_path / "all", [design_json([one, two]), design_json([three, four])],
+                               settings=settings)
+    designer.generate(2)
+    assert "Write environment" not in client.calls[0]["messages"][-1]["content"]
+    designer.feedback(PLANTS_WEAK, 2)
+    assert client.calls[1]["messages"][-1]["content"].endswith(
+        "Write environments 1 to 2 of the 2 for eat_plant, place_plant (one environment each, in this order), among "
+        "the agent's weakest achievements: choose the settings that give the agent what it needs and what comes just "
+        "before it, so that it can learn it there.")
+    with pytest.raises(Exception, match="llm.focus"):
+        LLMSettings.from_dict({"focus": "strongest"})

@@ -24,9 +24,9 @@ from typing import Any, Callable, Container, Mapping, NamedTuple, Sequence
 from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, Sampling, make_openai_client
 from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
-from envgen_jax.llm.prompts import (analysis_prompt, feedback_prompt, generation_prompt, in_words, next_prompt,
-                                    output_schema, repair_prompt, repeats_prompt, unserved_prompt, weakest_quarter,
-                                    written_prompt)
+from envgen_jax.llm.prompts import (analysis_prompt, feedback_prompt, focus_prompt, focus_skills, generation_prompt,
+                                    in_words, next_prompt, output_schema, repair_prompt, repeats_prompt,
+                                    unserved_prompt, weakest_quarter, written_prompt)
 from envgen_jax.llm.reply import environment_entry, parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec
@@ -97,7 +97,8 @@ class Designer:
         prompt = feedback_prompt(self.spec, success, previous, _check_n(n),
                                  with_generation=fresh or not self.messages, notes=notes, settings=self.settings,
                                  targets=targets, inside=inside, per_reply=per, earlier=self.history if fresh else ())
-        weak = weakest_quarter(self.spec, success) if self.settings.unserved == "targets_first" else ()
+        weak = weakest_quarter(self.spec, success) if (self.settings.unserved == "targets_first"
+                                                       or self.settings.focus == "weakest") else ()
         return self._design(prompt, n, "feedback", per, base=[] if fresh else None,
                             earlier=[*self.history, previous] if given else None, weak=weak)
 
@@ -174,13 +175,15 @@ class Designer:
         designer's state change only once all n are accepted. `base`: the conversation the turn continues (None:
         the designer's; [] starts a new one, llm.conversation "fresh"). `earlier`: the designs an environment must
         not repeat (llm.distinct; None: every design accepted so far). `weak`: the feedback's weakest skills, which
-        llm.unserved "targets_first" asks one environment again for when no environment serves one of them.
+        llm.unserved "targets_first" asks one environment again for when no environment serves one of them, and
+        llm.focus "weakest" asks each environment of a feedback design for one of them in turn.
 
         A few per reply (llm.envs_per_reply): each reply is asked on its own branch from the conversation so far,
         the turn's prompt followed by the environments already written, in words, and which to write now; the
         conversation then keeps the turn's prompt and one reply holding the whole design. The 1.5B model copied
         the configuration of its own previous reply when the replies followed each other in the conversation."""
         per = min(per_reply or n, n)
+        focus = focus_skills(weak, n) if kind == "feedback" and self.settings.focus == "weakest" else []
         configs, purposes, targets, analysis = [], [], [], ""
         base = self.messages if base is None else base
         earlier = self.history if earlier is None else earlier
@@ -192,13 +195,17 @@ class Designer:
             text = prompt if first == 0 else "\n\n".join(
                 [prompt, written_prompt(configs, targets), *([analysis_prompt(analysis)] if reuse else []),
                  next_prompt(first + 1, first + count, n)])
+            if focus:  # llm.focus "weakest": this reply's environments, one weak skill each
+                text += "\n\n" + focus_prompt(focus[first:first + count], first + 1, first + count, n,
+                                               self.spec.skills)
             parsed, conversation = answer_turn(self, base, text, count, kind, self.requests + part, configs,
                                                with_analysis=not reuse, earlier=earlier)
             configs += parsed.configs
             purposes += parsed.purposes
             targets += [list(t) for t in parsed.targets]
             analysis = analysis or parsed.analysis
-        slot, missing = unserved_slot(configs, weak, self.spec.targeting)
+        slot, missing = (unserved_slot(configs, weak, self.spec.targeting) if self.settings.unserved == "targets_first"
+                         else (None, []))
         if slot is not None:  # llm.unserved "targets_first": one environment again, for the weak skills left out
             keep = [i for i in range(n) if i != slot]
             configs, purposes, targets = ([xs[i] for i in keep] for xs in (configs, purposes, targets))

@@ -306,6 +306,21 @@ def unserved_prompt(missing: Sequence[str], which: int, total: int, skills: str 
                            total=total, skills=skills).strip()
 
 
+def focus_prompt(skills: Sequence[str], first: int, last: int, total: int, kind: str = "achievements") -> str:
+    """What a reply of a feedback design is written for (llm.focus "weakest"): environments first..last (1-based)
+    of `total`, one skill each, in order."""
+    which = f"environment {first}" if first == last else f"environments {first} to {last}"
+    focus = skills[0] if len(skills) == 1 else f"{', '.join(skills)} (one environment each, in this order)"
+    return render_template("focus.txt", ("which", "focus"), which=which, focus=focus, total=total,
+                           skills=kind).strip()
+
+
+def focus_skills(weak: Sequence[str], n: int) -> list[str]:
+    """The skill each of a design's n environments is asked for (llm.focus "weakest"): the weakest quarter in turn,
+    weakest first, round again when n is larger."""
+    return [weak[i % len(weak)] for i in range(n)] if weak else []
+
+
 def repair_prompt(problems: Sequence[str], n: int) -> str:
     return render_template("repair.txt", ("problems",), problems="\n".join(f"- {p}" for p in problems),
                            num_envs=n).strip()

@@ -18,6 +18,7 @@ History = Literal["summary", "json"]
 Conversation = Literal["continued", "fresh"]
 Analysis = Literal["each_reply", "first_reply"]
 Unserved = Literal["accept", "targets_first"]
+Focus = Literal["none", "weakest"]
 BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
@@ -109,6 +110,11 @@ class LLMSettings(Declared):
     # weak skills another environment also serves, that names its targets first, from those unserved skills (the
     # reply v2 wrote for every environment, here only where it is missing); "accept" leaves the design as it is.
     unserved: Unserved = "accept"
+    # focus: "weakest" asks each environment of a feedback design for one skill of the weakest quarter in turn,
+    # weakest first (environment 1 for the weakest, 2 for the next, ...; round again when the design has more
+    # environments than the quarter has skills), the model choosing its purpose and settings; "none": the model
+    # picks which weak skills each environment serves (the paper's way).
+    focus: Focus = "none"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
