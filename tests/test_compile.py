@@ -165,9 +165,10 @@ def test_a_second_run_compiles_nothing(tmp_path):
     assert first["cache_dir"] == str(folder) and first["compiled"] + first["cache_hits"] == len(first["programs"]) > 0
     chunk = [p for p in first["programs"] if "train_chunk" in p["name"]]
     assert chunk and chunk[0]["inputs"] > 0 and chunk[0]["largest"]  # its input shapes, e.g. "float32[2,1345,32]"
-    # Only the run's three programs, each once: the init, the training chunk (every phase's, with its resets), the
-    # evaluation; nothing compiled on the host (seeds, banks and keys are made without JAX).
-    assert sorted(p["name"] for p in first["programs"]) == ["jit(_init)", "jit(_run)", "jit(_train_chunk)"]
+    # Only the run's three programs, each once: the init (blank env slots: it makes no world), the training chunk
+    # (every phase's, with its resets), the evaluation; nothing compiled on the host (seeds, banks and keys are made
+    # without JAX).
+    assert sorted(p["name"] for p in first["programs"]) == ["jit(_init_blank)", "jit(_run)", "jit(_train_chunk)"]
 
     second_run = _train(tmp_path / "second", cache_home)  # a fresh process, the same shapes
     assert second_run.returncode == 0, second_run.stderr[-3000:]

@@ -350,3 +350,40 @@ def test_reset_flag_is_reset_envs_then_the_chunk(two_seed_trainer):
     for x, y in zip(jax.tree.leaves((a, ma)), jax.tree.leaves((b, mb))):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     assert not (np.asarray(c.key) == np.asarray(b.key)).all()  # without the flag: no reset, another key
+
+
+def test_blank_init_then_a_resetting_chunk_trains_as_init(two_seed_trainer):
+    """init(episodes=False) leaves the env slots blank and makes no world; the first chunk's reset fills them from
+    the state's key, so the run is the same as after init() (the loop inits so; the goldens check it on Crafter)."""
+    trainer = two_seed_trainer
+    bank, rows = probes.make_bank([1.0, 0.5]), np.asarray([0] * 10 + [1] * 6, np.int32)
+    full, blank = trainer.init(bank, rows), trainer.init(bank, rows, episodes=False)
+    assert jax.tree.structure(full) == jax.tree.structure(blank)
+    for x, y in zip(jax.tree.leaves(full), jax.tree.leaves(blank)):
+        assert (x.shape, x.dtype, x.weak_type) == (y.shape, y.dtype, y.weak_type)
+    assert not np.asarray(blank.obs).any() and np.asarray(full.obs).any()
+    a, ma = trainer.train_chunk(full, bank, rows, num_updates=1, reset=True)
+    b, mb = trainer.train_chunk(blank, bank, rows, num_updates=1, reset=True)
+    for x, y in zip(jax.tree.leaves((a, ma)), jax.tree.leaves((b, mb))):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_a_process_reuses_the_trainer_and_evaluator_of_an_equal_configuration(monkeypatch):
+    """make_trainer / make_evaluator give back what an earlier call with equal arguments made (its programs traced
+    and compiled already): a study's next method or the next run in a process compiles nothing (trainer.reuse)."""
+    from envgen_jax.envs.crafter import CrafterEnv
+    from envgen_jax.trainer.evaluate import make_evaluator
+    from envgen_jax.trainer.reuse import forget
+    cfg = PPOConfig(**TINY)
+    first = make_trainer(CrafterEnv(), cfg)  # building one traces and compiles nothing
+    assert make_trainer(CrafterEnv(), PPOConfig(**TINY)) is first  # equal values, new objects
+    assert make_trainer(CrafterEnv(), PPOConfig(**{**TINY, "width": 16})) is not first
+    assert make_trainer(CrafterEnv(observation="pixels"), cfg) is not first
+    assert make_trainer(CrafterEnv(), cfg, venv=first.venv) is not first  # a VecEnv of one's own
+    evaluator = make_evaluator(first, 4, 1, 50)
+    assert make_evaluator(first, 4, 1, 50) is evaluator and make_evaluator(first, 4, 1, 60) is not evaluator
+    monkeypatch.setenv("ENVGEN_JAX_REUSE_PROGRAMS", "0")
+    assert make_trainer(CrafterEnv(), cfg) is not first
+    monkeypatch.delenv("ENVGEN_JAX_REUSE_PROGRAMS")
+    forget()
+    assert make_trainer(CrafterEnv(), cfg) is not first

@@ -64,6 +64,11 @@ def test_study_runs_every_method_alike_and_compares_them(study):
     assert np.sum([e["episodes_per_seed"] for e in learning[0]["environments"]], axis=0).tolist() == \
         in_llm_envs.tolist()
     assert data["methods"]["ppo"]["environment_learning"] == []
+    # The second method trains and evaluates with the first one's trainer and evaluator (one process; the same
+    # agent, bank size and evaluation): none of their programs traced, compiled or loaded again (trainer.reuse).
+    compile_record = json.loads((out / "random" / "report.json").read_text())["compile"]
+    names = {p["name"] for p in compile_record["programs"]}
+    assert not names & {"jit(_init_blank)", "jit(_train_chunk)", "jit(_run)"}, names
     md = (out / "study.md").read_text()
     for text in ["| ppo | finished |", "| random | finished |", "Welch's two-sided t-test", "### random",
                  "## Success per achievement", "stale restarts", data["environment"]["commit"][:12]]:

@@ -159,10 +159,9 @@ class EnvGenRun:
 
     def _initial_train_state(self):
         bank, rows = self.method.bank_and_rows(self._state_where())
-        if self._resume_from is not None:
-            ts = self.trainer.restore(self._resume_from, bank, rows, seeds=self.cfg.agent_seeds)
-        else:
-            ts = self.trainer.init(bank, rows, seeds=self.cfg.agent_seeds, hparams=self.cfg.agent_hparams)
+        seeds, hparams = self.cfg.agent_seeds, self.cfg.agent_hparams  # init: blank env slots, the first chunk resets
+        ts = (self.trainer.restore(self._resume_from, bank, rows, seeds=seeds) if self._resume_from is not None
+              else self.trainer.init(bank, rows, seeds=seeds, hparams=hparams, episodes=False))
         if jax.device_count() > 1:  # every local device (or every host's, after jax.distributed.initialize())
             from envgen_jax.trainer.sharding import layout, shard_train_state
             ts = shard_train_state(ts, self.cfg.ppo.num_envs)

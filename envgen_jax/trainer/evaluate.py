@@ -27,6 +27,7 @@ from envgen_jax.trainer.ahead import AheadOfTime
 from envgen_jax.trainer.metrics import (RowStats, across_seeds, mean_or_nan, nan_to_none, pool_rows,
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
+from envgen_jax.trainer.reuse import reused
 from envgen_jax.trainer.train import Trainer, layout, prng_key
 from envgen_jax.trainer.train import default_vecenv as _default_vecenv
 from envgen_jax.trainer.train import rows_axis as _rows_axis
@@ -186,4 +187,9 @@ class Evaluator:
 
 def make_evaluator(trainer: Trainer, num_envs: int, episodes_per_env: int, max_steps: int, venv=None,
                    game: Game | None = None) -> Evaluator:
-    return Evaluator(trainer, num_envs, episodes_per_env, max_steps, venv, game)
+    """An Evaluator; without `venv`, the one made earlier in this process for the same trainer and sizes, its
+    program already compiled (`trainer.reuse`)."""
+    if venv is not None:
+        return Evaluator(trainer, num_envs, episodes_per_env, max_steps, venv, game)
+    return reused(("evaluator", trainer, num_envs, episodes_per_env, max_steps, game),
+                  lambda: Evaluator(trainer, num_envs, episodes_per_env, max_steps, None, game))

@@ -66,9 +66,9 @@ class ReplayTrainer(Trainer):
     def _samples_rows(self, rows) -> bool:
         return isinstance(rows, Replay) or super()._samples_rows(rows)
 
-    def _init_one(self, key, params, hparams, bank, rows):
+    def _init_one(self, key, params, hparams, bank, rows, episodes: bool = True):
         sampler = self.level_sampler.init_state(bank.num_rows)
-        agent = super()._init_one(key, params, hparams, bank, self._layout(rows, sampler))
+        agent = super()._init_one(key, params, hparams, bank, self._layout(rows, sampler), episodes)
         return ReplayState(agent=agent, sampler=sampler)
 
     def _reset_one(self, state: ReplayState, bank, rows) -> ReplayState:

@@ -37,6 +37,7 @@ from envgen_jax.trainer.ahead import AheadOfTime
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, Agent
 from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOConfig, TrainState, ValueNorm
+from envgen_jax.trainer.reuse import reused
 
 
 def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
@@ -121,7 +122,8 @@ class Trainer:
     """PPO trainer for one env and one static PPOConfig. Build with `make_trainer(env, cfg)`.
 
     Public:
-      init(bank, rows, seeds=None, hparams=None) -> TrainState                (jitted)
+      init(bank, rows, seeds=None, hparams=None, episodes=True) -> TrainState  (jitted; episodes=False: blank
+        env slots for a first train_chunk(..., reset=True), a program that compiles fast)
       train_chunk(ts, bank, rows, num_updates, reset=False) -> (TrainState, ChunkMetrics)   (jitted; ts donated;
         `reset`, data: fresh episodes from `rows` first, as reset_envs, in the same program)
       compile_train_chunk(ts, bank, rows, num_updates): the same, compiled ahead of time
@@ -152,6 +154,7 @@ class Trainer:
         self.initial_memory, self.forget = self.agent.initial_memory, self.agent.forget
         self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
         self._init_jit = jax.jit(self._init)
+        self._init_blank_jit = jax.jit(self._init_blank)
         self._reset_jit = jax.jit(self._reset_envs, donate_argnums=(0,))
         self._chunk_jit = jax.jit(self._train_chunk, static_argnames=("num_updates",), donate_argnums=(0,))
         self.ahead = AheadOfTime()  # train_chunk programs compiled in a thread (`precompile_chunk`)
@@ -193,33 +196,47 @@ class Trainer:
         k_params, _, _ = jax.random.split(key, 3)
         return self.agent.init(k_params)
 
-    def _init_one(self, key, params, hparams, bank, rows):
+    def _init_one(self, key, params, hparams, bank, rows, episodes: bool = True):
         _, k_reset, k_run = jax.random.split(key, 3)
-        obs, env_state = self._venv_reset(k_reset, bank, rows)
+        if episodes:
+            obs, env_state = self._venv_reset(k_reset, bank, rows)
+        else:  # zeros in the reset's shapes and types: no world is made, so the program compiles fast
+            obs, env_state = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
+                                          jax.eval_shape(self._venv_reset, k_reset, bank, rows))
         return TrainState(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
                           update_step=jnp.int32(0), env_steps=jnp.int32(0), hparams=hparams,
                           value_norm=ValueNorm.empty() if self.cfg.value_norm else None,
                           memory=self.initial_memory(self.cfg.num_envs))
 
-    def _init(self, keys, hparams, bank, rows):
+    def _init(self, keys, hparams, bank, rows, episodes: bool = True):
         self.trace_counts["init"] += 1
         # Parameters are made one seed at a time (lax.map, not vmap): vmapping the orthogonal initialisers (QR
         # decompositions, LAPACK custom calls) over seeds deadlocked jaxlib 0.10's CPU runtime once a program held
         # six or more of them (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
         params = jax.lax.map(self._init_params, keys)
-        return jax.vmap(self._init_one, in_axes=(0, 0, 0, None, rows_axis(rows)))(keys, params, hparams, bank, rows)
+        one = functools.partial(self._init_one, episodes=episodes)
+        return jax.vmap(one, in_axes=(0, 0, 0, None, rows_axis(rows)))(keys, params, hparams, bank, rows)
 
-    def init(self, bank, rows, seeds: Sequence[int] | None = None, hparams: dict | Hyperparams | None = None):
+    def _init_blank(self, keys, hparams, bank, rows):
+        return self._init(keys, hparams, bank, rows, episodes=False)
+
+    def init(self, bank, rows, seeds: Sequence[int] | None = None, hparams: dict | Hyperparams | None = None,
+             episodes: bool = True):
         """Fresh TrainState for `seeds` (default cfg.seeds); envs reset into `rows` of `bank`.
 
         `hparams`: per-agent PPO settings (a dict name -> a number or one number per seed, or a Hyperparams with a
         leading seed axis); the rest come from the config. A sweep is seeds repeated with different hparams:
         `init(bank, rows, seeds=[0, 0, 1, 1], hparams={"lr": [1e-4, 3e-4, 1e-4, 3e-4]})`; agent i trains exactly
-        as a single-agent run with those values."""
+        as a single-agent run with those values.
+
+        `episodes=False`: the env slots are left blank (zeros), for a first `train_chunk(..., reset=True)` (or
+        `reset_envs`) to fill, which then trains exactly as after `init(...)`: the reset draws its worlds from the
+        state's key, which the init's own worlds do not use. Its program makes no world, and world generation is
+        most of what an init costs to compile (the loop starts every phase with fresh episodes, so it inits so)."""
         keys = self._seeds(seeds)
         if not isinstance(hparams, Hyperparams):
             hparams = self.hparams(hparams, count=keys.shape[0])
-        return self._init_jit(keys, hparams, bank, layout(rows))
+        return (self._init_jit if episodes else self._init_blank_jit)(keys, hparams, bank, layout(rows))
 
     def _reset_one(self, ts: TrainState, bank, rows) -> TrainState:
         key, k_reset = jax.random.split(ts.key)
@@ -312,7 +329,16 @@ def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler=None) -> Trainer:
     """A Trainer for `env` (the project's env protocol) and `cfg`. `venv` overrides the default
     `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`. With `level_sampler` (robust PLR,
     `trainer.level_sampler.LevelSampler`) a `replay.ReplayTrainer`: where rows are `replay.REPLAY` every episode's
-    row is drawn from the sampler's distribution over the whole bank."""
+    row is drawn from the sampler's distribution over the whole bank.
+
+    Without `venv`, the trainer made earlier in this process for an equal (env, cfg, level_sampler) is returned, its
+    programs already traced and compiled (`trainer.reuse`; a trainer holds no run's state)."""
+    if venv is not None:  # a VecEnv of one's own: a trainer of one's own
+        return _build_trainer(env, cfg, venv, level_sampler)
+    return reused(("trainer", env, cfg, level_sampler), lambda: _build_trainer(env, cfg, None, level_sampler))
+
+
+def _build_trainer(env, cfg: PPOConfig, venv, level_sampler) -> Trainer:
     if level_sampler is None:
         return Trainer(env, cfg, venv)
     from envgen_jax.trainer.replay import ReplayTrainer
