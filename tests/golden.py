@@ -128,10 +128,10 @@ def _write(out_root: Path) -> None:
 EXACT, FLOAT32_SUMS = dict(rel=1e-9, abs=1e-12), dict(rel=1e-4, abs=1e-6)
 FLOAT32_SECTIONS = ("losses", "buffer")
 # Returns and rewards are float32 sums of rewards too (Crafter's health changes are tenths). The test suite compiles
-# with LLVM at -O0 (conftest.py's XLA_FLAGS, half the compile time), whose programs add some of them in another
-# order: the envgen golden's cycle-1 evaluation return mean came out 0.6000000164 against the recorded 0.6000000015,
-# everything else equal. In the suite they match to float32 rounding (1e-6 relative, a thousandth of the smallest
-# reward); `exact=True` (test_golden's run with XLA's default flags, as users run) holds them to EXACT.
+# with another LLVM optimisation level (conftest.py's XLA_FLAGS), whose programs may add some of them in another
+# order: at -O0 the envgen golden's cycle-1 evaluation return mean came out 0.6000000164 against the recorded
+# 0.6000000015, everything else equal. In the suite they match to float32 rounding (1e-6 relative, a thousandth of
+# the smallest reward); `exact=True` (test_golden's run with XLA's default flags, as users run) holds them to EXACT.
 FLOAT32_RETURNS = dict(rel=1e-6, abs=1e-9)
 RETURN_KEYS = ("return_mean", "return_std", "return_per_seed", "reward", "reward_std", "reward_per_seed")
 # Report sections added after the first goldens were recorded (nothing the run does changes with them): left out.
