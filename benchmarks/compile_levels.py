@@ -1,6 +1,7 @@
 """XLA's LLVM optimisation level against compile time and speed: the tiny golden run's training chunk (tests/golden.py,
 the ppo case, 4 updates a chunk) lowered once, then compiled at XLA's default and at levels 3, 2, 1 and 0 in one
-process, each timed over 3 calls after 2 warm-ups. It chose the test suite's level (tests/conftest.py).
+process, each timed over 3 calls after 2 warm-ups. Measured to choose the test suite's flags: the suite keeps XLA's
+default (neither -O0 nor -O1 made it measurably faster; docs/benchmarks.md).
 
     JAX_PLATFORMS=cpu python benchmarks/compile_levels.py
 """

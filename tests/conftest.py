@@ -7,14 +7,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # tests compile the same trainer again in each new process).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".cache", "jax"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
-# LLVM at -O1: XLA compiled the tiny run's training chunk in 17.6 s and 19.9 s (two runs of benchmarks/compile_levels.py
-# on a 2-core CPU) against 21.1 s and 20.6 s at its default level, and the chunk ran as fast (217-237 ms against
-# 223-244 ms); -O0 compiled in 14.9-15.9 s but ran 3.7x slower, which over the whole suite cost about what it saved.
-# The programs compute the same up to the order of some float32 additions (tests/golden.py says which);
-# test_golden.py runs one golden with XLA's default flags, exactly. Subprocesses inherit it.
-FAST_COMPILE = "--xla_backend_optimization_level=1"
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -127,13 +127,6 @@ def _write(out_root: Path) -> None:
 # match exactly.
 EXACT, FLOAT32_SUMS = dict(rel=1e-9, abs=1e-12), dict(rel=1e-4, abs=1e-6)
 FLOAT32_SECTIONS = ("losses", "buffer")
-# Returns and rewards are float32 sums of rewards too (Crafter's health changes are tenths). The test suite compiles
-# with another LLVM optimisation level (conftest.py's XLA_FLAGS), whose programs may add some of them in another
-# order: at -O0 the envgen golden's cycle-1 evaluation return mean came out 0.6000000164 against the recorded
-# 0.6000000015, everything else equal. In the suite they match to float32 rounding (1e-6 relative, a thousandth of
-# the smallest reward); `exact=True` (test_golden's run with XLA's default flags, as users run) holds them to EXACT.
-FLOAT32_RETURNS = dict(rel=1e-6, abs=1e-9)
-RETURN_KEYS = ("return_mean", "return_std", "return_per_seed", "reward", "reward_std", "reward_per_seed")
 # Report sections added after the first goldens were recorded (nothing the run does changes with them): left out.
 ADDED_REPORT_KEYS = ("adaptation", "first_unlock_steps")
 # Entries added inside a section after its recording (issue 45: duplicates within a design, in `adaptation`; issue
@@ -149,36 +142,29 @@ def _without_added(value):
     return value
 
 
-def approx_equal(a, b, tol=EXACT, returns=FLOAT32_RETURNS) -> bool:
+def approx_equal(a, b, tol=EXACT) -> bool:
     import pytest
-
-    def inner(k):
-        return FLOAT32_SUMS if k in FLOAT32_SECTIONS else returns if k in RETURN_KEYS else tol
-
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(approx_equal(a[k], b[k], inner(k), returns) for k in a)
+        return a.keys() == b.keys() and all(
+            approx_equal(a[k], b[k], FLOAT32_SUMS if k in FLOAT32_SECTIONS else tol) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(approx_equal(x, y, tol, returns) for x, y in zip(a, b))
+        return len(a) == len(b) and all(approx_equal(x, y, tol) for x, y in zip(a, b))
     if isinstance(a, float) and isinstance(b, float):
         return a == pytest.approx(b, **tol)
     return a == b
 
 
-def check(got: tuple[dict, list[dict]], want: tuple[dict, list[dict]], ignore=ADDED_REPORT_KEYS,
-          exact: bool = False) -> None:
-    """Assert that a run's (report, metrics) equal the recorded ones (losses to float32 rounding, and returns too
-    unless `exact`); `ignore`: report keys the recording predates."""
+def check(got: tuple[dict, list[dict]], want: tuple[dict, list[dict]], ignore=ADDED_REPORT_KEYS) -> None:
+    """Assert that a run's (report, metrics) equal the recorded ones (losses to float32 rounding); `ignore`: report
+    keys the recording predates."""
     report, metrics = got
     want_report, want_metrics = want
-    returns = EXACT if exact else FLOAT32_RETURNS
     report = {k: _without_added(v) if k == "adaptation" else v
               for k, v in json.loads(json.dumps(report)).items() if k not in ignore}
     want_report = {k: v for k, v in want_report.items() if k not in ignore}
-    diff = sorted(k for k in set(report) | set(want_report)
-                  if not approx_equal(report.get(k), want_report.get(k),
-                                      returns if k in RETURN_KEYS else EXACT, returns))
+    diff = sorted(k for k in set(report) | set(want_report) if not approx_equal(report.get(k), want_report.get(k)))
     assert not diff, f"report.json differs in {diff}"
-    assert approx_equal(_without_added(metrics), want_metrics, EXACT, returns), "metrics.jsonl differs"
+    assert approx_equal(_without_added(metrics), want_metrics), "metrics.jsonl differs"
 
 
 def _write_ued(out_root: Path) -> None:
