@@ -18,6 +18,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_training import time_calls  # noqa: E402
 from envgen_jax.run.parts import RunParts  # noqa: E402
 from envgen_jax.run_config import load_run_config  # noqa: E402
 from tests import golden  # noqa: E402
@@ -38,14 +39,10 @@ def main() -> None:
         start = time.perf_counter()
         compiled = lowered.compile({} if level is None else {"xla_backend_optimization_level": level})
         compile_s = time.perf_counter() - start
-        ts = jax.tree.map(lambda x: x.copy(), state)
-        for _ in range(2):
-            ts = jax.block_until_ready(compiled(ts, bank, rows, np.bool_(False))[0])
-        start = time.perf_counter()
-        for _ in range(3):
-            ts = jax.block_until_ready(compiled(ts, bank, rows, np.bool_(False))[0])
+        chunk = lambda ts: compiled(ts, bank, rows, np.bool_(False))[0]  # noqa: E731 (the state is donated)
+        _, times = time_calls(chunk, jax.tree.map(lambda x: x.copy(), state), repeats=3)
         print(f"level {'default' if level is None else level}: compile {compile_s:.1f} s, a chunk "
-              f"{(time.perf_counter() - start) / 3 * 1000:.0f} ms", flush=True)
+              f"{sum(times) / len(times) * 1000:.0f} ms", flush=True)
 
 
 if __name__ == "__main__":

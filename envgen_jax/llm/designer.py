@@ -183,7 +183,7 @@ class Designer:
         conversation then keeps the turn's prompt and one reply holding the whole design. The 1.5B model copied
         the configuration of its own previous reply when the replies followed each other in the conversation."""
         per = min(per_reply or n, n)
-        focus = focus_skills(weak, n) if kind == "feedback" and self.settings.focus == "weakest" else []
+        focus = focus_skills(weak, n) if self.settings.focus == "weakest" else []  # `weak`: feedback turns only
         configs, purposes, targets, analysis = [], [], [], ""
         base = self.messages if base is None else base
         earlier = self.history if earlier is None else earlier
