@@ -70,7 +70,10 @@ TINY_E2E = [
     "eval.num_envs=4", "eval.max_steps=120",
 ]
 E2E_QUIET = ["output.progress=false", "output.pictures=false", "output.tensorboard=false"]
-AIMS = {"e2e_wall_s_16_seeds": 600.0, "train_over_env_only_at_4096": 0.5, "het_over_homo": 0.95}
+# Issue 44's aims on one GPU: the paper's protocol with 16 seeds cold and with a warm compilation cache, training
+# throughput at 16384 envs; and the first GPU round's ratios.
+AIMS = {"e2e_wall_s_16_seeds_cold": 120.0, "e2e_wall_s_16_seeds_warm": 60.0, "train_sps_at_16384": 1_000_000.0,
+        "train_over_env_only_at_4096": 0.5, "het_over_homo": 0.95}
 
 
 def _ints(text: str) -> list[int]:
@@ -146,7 +149,10 @@ def training_rows(args, log):
 def training_aims(rows: list[dict]) -> dict:
     good = [r for r in rows if "error" not in r]
     at = [r for r in good if r["num_envs"] == 4096]
-    return {"train_over_env_only_at_4096": {"aim": AIMS["train_over_env_only_at_4096"],
+    big = [r for r in good if r["num_envs"] == 16384]
+    return {"train_sps_at_16384": {"aim_at_least": AIMS["train_sps_at_16384"],
+                                   "measured_het": big[0]["train_heterogeneous"]["sps"] if big else None},
+            "train_over_env_only_at_4096": {"aim": AIMS["train_over_env_only_at_4096"],
                                             "measured_het": at[0]["ratio_train_het_over_env"] if at else None,
                                             "measured_homo": at[0]["ratio_train_homo_over_env"] if at else None},
             "het_over_homo": {"aim": AIMS["het_over_homo"],
@@ -280,7 +286,6 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
         # The run's own record (report.json): compile, training, evaluation, llm, checkpoint, other seconds, and
         # every program it compiled or loaded from the persistent cache.
         "phases": report.get("phases"), "programs": _program_counts(report.get("compile")),
-        "phase_excluding_compile_s": {k: v - compile_by.get(k, 0.0) for k, v in phases.items()},
         "env_steps_per_seed": report["env_steps"], "nominal_env_steps_per_seed": nominal,
         "env_steps_total": report["env_steps"] * seeds, "scored_env_steps_per_seed": report["scored_env_steps"],
         "sps_wall": report["env_steps"] * seeds / wall,
@@ -375,9 +380,11 @@ def e2e_rows(args, log):
 
 
 def e2e_aims(rows: list[dict]) -> dict:
+    """16 seeds' wall time against the cold aim, or the warm one where every program came from the cache."""
     row16 = next((r for r in rows if r.get("seeds") == 16 and "error" not in r), None)
-    return {"e2e_wall_s_16_seeds": {"aim_below": AIMS["e2e_wall_s_16_seeds"],
-                                    "measured": row16["wall_s"] if row16 else None}}
+    warm = bool(row16 and row16.get("persistent_cache_hits") and not (row16.get("programs") or {}).get("compiled"))
+    key = "e2e_wall_s_16_seeds_warm" if warm else "e2e_wall_s_16_seeds_cold"
+    return {key: {"aim_at_most": AIMS[key], "measured": row16["wall_s"] if row16 else None}}
 
 
 def e2e_table(payload: dict) -> tuple[list[str], list[list]]:
@@ -485,18 +492,20 @@ def plot_e2e(payload: dict, path: Path, note: str) -> Path:
     fig, (a, b), good = _two_panels(payload)
     labels = [str(r["seeds"]) for r in good]
     bottom = [0.0] * len(good)
-    parts = [("compile", lambda r: r["compile_s"] or 0.0)] + [
-        (k, lambda r, k=k: r["phase_excluding_compile_s"].get(k, 0.0))
-        for k in ("train", "evaluate", "llm", "checkpoint", "init", "build", "other")]
-    for name, get in parts:
-        vals = [max(get(r), 0.0) for r in good]
+    # The run's own clock (report.json's phases): compile is taken out of the phase that waited for it, so a
+    # program compiled in a background thread is not counted twice.
+    names = ("compile", "training", "evaluation", "llm", "checkpoint", "other")
+    for name in names:
+        vals = [(r.get("phases") or {}).get(name, 0.0) for r in good]
         a.bar(labels, vals, bottom=bottom, label=name)
         bottom = [x + y for x, y in zip(bottom, vals)]
     for i, r in enumerate(good):
         cached = " (compile cache used)" if r.get("persistent_cache_hits") else ""
         a.text(i, bottom[i], f"{r['wall_s']:.0f}s{cached}", ha="center", va="bottom", fontsize=8)
     if any(r["seeds"] == 16 for r in good) and not payload.get("cpu_tiny"):
-        a.axhline(AIMS["e2e_wall_s_16_seeds"], color="red", lw=0.8, ls="--", label="aim: 16 seeds < 600 s")
+        for key, style in (("e2e_wall_s_16_seeds_cold", "--"), ("e2e_wall_s_16_seeds_warm", ":")):
+            a.axhline(AIMS[key], color="red", lw=0.8, ls=style,
+                      label=f"aim: 16 seeds <= {AIMS[key]:.0f} s {key.rsplit('_', 1)[1]}")
     s = payload["settings"]
     a.set(xlabel="vmapped seeds", ylabel="wall seconds (compile included)",
           title=f"EnvGen protocol end to end ({s['cycles']} cycles, "

@@ -77,6 +77,7 @@ def test_run_all_training_part(run_all_tiny):
     for key in ("ratio_train_homo_over_env", "ratio_train_het_over_env", "ratio_het_over_homo"):
         assert row[key] > 0
     assert data["aims"]["het_over_homo"]["aim"] == 0.95
+    assert data["aims"]["train_sps_at_16384"] == {"aim_at_least": 1_000_000.0, "measured_het": None}  # 8 envs only
     assert "== training" in stdout and "het/homo" in stdout
 
 
@@ -95,6 +96,10 @@ def test_run_all_e2e_part(run_all_tiny):
     phases = row["phase_s"]
     assert {"llm", "train", "evaluate", "checkpoint", "init"} <= set(phases)
     assert sum(phases.values()) == pytest.approx(row["wall_s"], rel=1e-6)
+    own = row["phases"]  # the run's own clock: compile taken out of the phase that waited for it, never negative
+    assert set(own) == {"compile", "training", "evaluation", "llm", "checkpoint", "other"}
+    assert min(own.values()) >= 0 and own["compile"] > 0
+    assert data["aims"] == {"e2e_wall_s_16_seeds_cold": {"aim_at_most": 120.0, "measured": None}}  # no 16-seed row
     assert row["chunks"] == TINY_NOMINAL_STEPS // (8 * 16)  # one update of 8 envs x 16 steps per chunk
     assert row["score"] is None or 0 <= row["score"] <= 100
     assert "== e2e" in stdout and "wall / 1-seed wall" in stdout
