@@ -99,13 +99,15 @@ def bench_env_only(env, n: int, num_steps: int, bank, rows, repeats: int, resets
     return compile_s, times, num_steps * n
 
 
-def bench_train(env, cfg: PPOConfig, updates: int, banks: dict, rows, repeats: int):
+def bench_train(env, cfg: PPOConfig, updates: int, banks: dict, rows, repeats: int, on_compiled=None):
     trainer = make_trainer(env, cfg)
     first = next(iter(banks.values()))
     ts = trainer.init(first, rows)
     t0 = time.perf_counter()
     compiled = trainer.compile_train_chunk(ts, first, rows, num_updates=updates)
     compile_s = time.perf_counter() - t0
+    if on_compiled is not None:
+        on_compiled(compile_s)
     # Two warm-ups per bank, then the timed calls go round-robin over the banks (the TrainState is threaded
     # through, as donation requires), so drift on a shared machine hits homogeneous and heterogeneous alike.
     for bank in banks.values():
@@ -121,8 +123,10 @@ def bench_train(env, cfg: PPOConfig, updates: int, banks: dict, rows, repeats: i
 
 
 def run(env_counts=(1024, 2048, 4096, 8192, 16384), num_steps: int = 64, updates: int = 4, repeats: int = 3,
-        bank_rows: int = 16, width: int = 512, resets_per_step: int = 0, log=print) -> list[dict]:
-    """Env-only vs training (homogeneous and heterogeneous banks) at every env count; one record per count."""
+        bank_rows: int = 16, width: int = 512, resets_per_step: int = 0, log=print, partial=None) -> list[dict]:
+    """Env-only vs training (homogeneous and heterogeneous banks) at every env count; one record per count.
+    `partial(record)`, if given, receives an unfinished record after the env-only timing and after the training
+    chunk's compile (same num_envs, `unfinished: True`): a run stopped by a time limit keeps those figures."""
     env = CrafterEnv()
     k = bank_rows
     homo = make_params([CrafterConfig.original()] * k)
@@ -136,14 +140,26 @@ def run(env_counts=(1024, 2048, 4096, 8192, 16384), num_steps: int = 64, updates
         cfg = PPOConfig.craftax_baseline(num_envs=n, num_steps=num_steps, width=width,
                                          total_updates=10 ** 6, resets_per_step=resets_per_step,
                                          num_minibatches=min(8, n * num_steps))
-        env_compile, env_times, env_steps = bench_env_only(env, n, num_steps, het, rows, repeats, resets_per_step)
-        tr_compile, tr_times, tr_steps = bench_train(env, cfg, updates, {"homogeneous": homo,
-                                                                         "heterogeneous": het}, rows, repeats)
         sps = lambda steps, ts: steps / min(ts)  # noqa: E731
+        env_compile, env_times, env_steps = bench_env_only(env, n, num_steps, het, rows, repeats, resets_per_step)
+        env_only = {"compile_s": env_compile, "times_s": env_times, "sps": sps(env_steps, env_times),
+                    "steps_per_call": env_steps}
+        unfinished = {"num_envs": n, "error": "unfinished: stopped before its training timings (killed or out of "
+                      "time)", "unfinished": True, "env_only": env_only}
+        if partial is not None:
+            partial({**unfinished, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+        def compiled(seconds: float) -> None:
+            if partial is not None:
+                partial({**unfinished, "train_compile_s": seconds,
+                         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+        tr_compile, tr_times, tr_steps = bench_train(env, cfg, updates, {"homogeneous": homo,
+                                                                         "heterogeneous": het}, rows, repeats,
+                                                     on_compiled=compiled)
         rec = {
             "num_envs": n,
-            "env_only": {"compile_s": env_compile, "times_s": env_times, "sps": sps(env_steps, env_times),
-                         "steps_per_call": env_steps},
+            "env_only": env_only,
             "train_homogeneous": {"compile_s": tr_compile, "times_s": tr_times["homogeneous"],
                                   "sps": sps(tr_steps, tr_times["homogeneous"]), "steps_per_call": tr_steps},
             "train_heterogeneous": {"times_s": tr_times["heterogeneous"],

@@ -21,15 +21,16 @@
 #              another with PIXEL_SEED_AXIS=map: set it from pixel_seeds' result, nothing picks it); the Crafter
 #              score and mean success beside Dedieu et al.'s rerun (10.7% / 47.4%), or, if cut off, the score so far
 #              (newest checkpoint) and the speed, in pixel_agent_1m.json                               the rest
-# The boxes come from the one H200 session so far (benchmarks/results/gpu_h200/README.md): the 16-seed protocol
-# reached 25% of its steps in 114 s cold and 57 s warm (projected whole: about 200 s and 150 s); 16384-env training
-# did not finish in 66 s; the pixel agent trained about 2,400 steps/s for 4 seeds, so its 1M steps (23-28 min) fit
-# no call: the stage gives the score so far. Override with T_E2E_COLD=... etc.; TRAIN_ENVS (16384,4096,1024) and
-# TRAIN_REPEATS (3) size the training stage. A session's 15 device minutes hold two calls (the first H200 session
-# ran these, its first call without pixel_seeds, then new):
-#   bash benchmarks/gpu_session.sh --stages pixel_seeds,pixel --budget 560
-#   T_E2E_COLD=125 T_E2E_WARM=65 TRAIN_ENVS=16384 TRAIN_REPEATS=1 bash benchmarks/gpu_session.sh \
-#     --stages check,e2e_cold,e2e_warm,training --budget 280
+# The boxes come from the two H200 sessions so far (benchmarks/results/gpu_h200/README.md). The 16-seed protocol
+# finished its 4 cycles (983,040 of 1,986,560 steps a seed) in 160 s cold and 111 s warm, then did not finish the
+# final 1M in the rest of a 220 s / 160 s box (projected whole: about 235 s cold, 185 s warm). 16384-env training
+# (three compiles) did not finish in 110 s. The pixel chunk's vmapped compile took 88 s, and nothing more was timed
+# in 270 s; its training ran about 2,400 steps/s for 4 seeds, so 1M steps x 4 seeds (about 28 min) fit no call.
+# A session's 15 device minutes hold about 14 minutes of calls after a start: two back-to-back calls, the second
+# sent within the machine's 30 s idle window, e.g.
+#   bash benchmarks/gpu_session.sh --stages check,e2e_cold,e2e_warm --budget 520
+#   T_TRAINING=150 TRAIN_ENVS=16384 TRAIN_REPEATS=1 bash benchmarks/gpu_session.sh \
+#     --stages check,training,pixel_seeds --budget 290
 #
 # Results: at most 8 files in $OUT (default runs/gpu_session/out): session.json (stage times and the headline
 # figures, rewritten after every stage), session.log, e2e_cold.json, e2e_warm.json, training.json,
@@ -72,10 +73,10 @@ if [ "$TINY" = 1 ]; then
   PIXEL_ARGS=(ppo.num_envs=2 ppo.num_steps=16 ppo.update_epochs=1 ppo.num_minibatches=2 "ppo.conv_channels=[4,8]"
               ppo.width=16 ppo.head_width=32 schedule.updates_per_chunk=1 eval.num_envs=2 eval.max_steps=20)
 else
-  T_CHECK=${T_CHECK:-60}; T_E2E_COLD=${T_E2E_COLD:-220}; T_E2E_WARM=${T_E2E_WARM:-160}
+  T_CHECK=${T_CHECK:-60}; T_E2E_COLD=${T_E2E_COLD:-260}; T_E2E_WARM=${T_E2E_WARM:-210}
   T_TRAINING=${T_TRAINING:-150}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-45}
-  # two compiles (about 60 s each there) and six calls of one update (about 5.5 s each vmapped)
-  T_PIXEL_SEEDS=${T_PIXEL_SEEDS:-200}; SEED_AXIS_ARGS=(--seeds 4)
+  # two compiles (88 s for vmap there) and four calls of one update each (about 7 s each vmapped); map first
+  T_PIXEL_SEEDS=${T_PIXEL_SEEDS:-240}; SEED_AXIS_ARGS=(--seeds 4)
   E2E_ARGS=(--seeds 16); TRAIN_ARGS=(--envs "${TRAIN_ENVS:-16384,4096,1024}" --repeats "${TRAIN_REPEATS:-3}")
   PIXEL_SEEDS=${PIXEL_SEEDS:-4}; PIXEL_STEPS=${PIXEL_STEPS:-1000000}
   # 7 updates a chunk: 245 updates (1,003,520 steps) in 35 chunks of about 40 s each on an H200 (the first session's

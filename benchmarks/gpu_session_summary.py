@@ -25,7 +25,7 @@ def _e2e(path: Path) -> list[dict] | None:
     if data is None:
         return None
     keep = ("seeds", "wall_s", "phases", "programs", "sps_wall", "sps_train_steady_median", "score", "error",
-            "unfinished", "wall_s_so_far", "phase_s_so_far", "env_steps_per_seed_so_far")
+            "unfinished", "wall_s_so_far", "phase_s_so_far", "phases_so_far", "env_steps_per_seed_so_far")
     return [{k: r[k] for k in keep if k in r} for r in data.get("rows", [])]
 
 
@@ -35,8 +35,10 @@ def _training(path: Path) -> list[dict] | None:
         return None
     out = []
     for r in data.get("rows", []):
-        if "error" in r:
-            out.append({"num_envs": r["num_envs"], "error": r["error"][:300]})
+        if "error" in r:  # an unfinished row keeps what it measured before its box ran out
+            out.append({"num_envs": r["num_envs"], "error": r["error"][:300],
+                        "env_only_sps": (r.get("env_only") or {}).get("sps"),
+                        "train_compile_s": r.get("train_compile_s")})
             continue
         out.append({"num_envs": r["num_envs"], "env_only_sps": r["env_only"]["sps"],
                     "train_homogeneous_sps": r["train_homogeneous"]["sps"],

@@ -6,9 +6,9 @@ side by side in one process.
 
 Vmapped over their parameters, the IMPALA network's convolutions become grouped convolutions (feature_group_count =
 seeds in the lowered program); `map` runs the seeds one after another, each with dense convolutions. Each variant is
-compiled ahead of time (timed on its own), called twice to warm up, then the timed calls go round-robin (vmap, map,
-vmap, map, ...), so drift hits both alike. The JSON is rewritten after each variant's compile and after the timed
-calls, so a run stopped by a time limit keeps what it measured.
+compiled ahead of time (timed on its own), called twice to warm up, then timed, before the next variant is built
+(so a run stopped by a time limit keeps the first variant's speed; the first GPU try, timing round-robin after both
+compiles, kept nothing). The JSON is rewritten after every call.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "crafter_ppo_paper_agent.yaml"
 TINY = ["ppo.num_envs=2", "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2",
         "ppo.conv_channels=[4,8]", "ppo.width=16", "ppo.head_width=32"]
-MODES = ("vmap", "map")
+MODES = ("map", "vmap")  # map first: the first GPU try compiled vmap (88 s) and never reached map
 
 
 def main(argv=None) -> dict:
@@ -40,9 +40,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--seeds", type=int, default=4, help="agents in the chunk (default 4, the pixel stage's)")
     ap.add_argument("--updates", type=int, default=1, help="PPO updates per timed call (default 1)")
     ap.add_argument("--repeats", type=int, default=2, help="timed calls per variant after two warm-ups (default 2)")
+    ap.add_argument("--modes", type=lambda t: [m for m in t.split(",") if m], default=list(MODES),
+                    help="variants in the order measured (default map,vmap: the one not yet measured first)")
     ap.add_argument("--cpu-tiny", action="store_true", help="tiny widths and rollouts: a dry run on a CPU")
     ap.add_argument("--out", type=Path, required=True, help="the JSON to write (replaced atomically)")
     args = ap.parse_args(argv)
+    if not args.modes or set(args.modes) - set(MODES):
+        ap.error(f"--modes: choose from {', '.join(MODES)} (comma separated), got {args.modes}")
 
     from envgen_jax import games
     from envgen_jax.envs.crafter import CrafterConfig, make_params
@@ -65,29 +69,27 @@ def main(argv=None) -> dict:
     def save():
         write_text_atomic(args.out, json.dumps(result, indent=2, default=str))
 
-    runs = {}
-    for how in MODES:
+    for how in args.modes:
         trainer = make_trainer(env, dataclasses.replace(cfg.trainer_ppo, seed_axis=how))
         ts = trainer.init(bank, rows)
         start = time.perf_counter()
         run = trainer.compile_train_chunk(ts, bank, rows, num_updates=args.updates)
-        result["variants"][how] = {"compile_s": time.perf_counter() - start, "times_s": []}
-        for _ in range(2):  # warm-ups: the first calls can retrace where weak types in the carried state change
+        v = result["variants"][how] = {"compile_s": time.perf_counter() - start, "warmup_s": [], "times_s": []}
+        print(f"pixel_seed_axis {how}: compiled in {v['compile_s']:.1f} s", flush=True)
+        save()
+        # Timed right after its compile, so a run stopped by a time limit keeps the first variant's speed.
+        for times in (v["warmup_s"],) * 2 + (v["times_s"],) * args.repeats:
+            start = time.perf_counter()  # warm-ups: the first calls can retrace where weak types change
             ts, _ = jax.block_until_ready(run(ts, bank, rows))
-        runs[how] = [run, ts]
-        print(f"pixel_seed_axis {how}: compiled in {result['variants'][how]['compile_s']:.1f} s", flush=True)
-        save()
-    for _ in range(args.repeats):
-        for how, entry in runs.items():
-            run, ts = entry
-            start = time.perf_counter()
-            entry[1], _ = jax.block_until_ready(run(ts, bank, rows))
-            result["variants"][how]["times_s"].append(time.perf_counter() - start)
-        save()
-    for how, v in result["variants"].items():
+            times.append(time.perf_counter() - start)
+            save()
         v["median_s"] = statistics.median(v["times_s"])
         v["steps_per_s"] = steps_per_call / v["median_s"]
         print(f"pixel_seed_axis {how}: {v['median_s']:.3f} s a call, {v['steps_per_s']:,.0f} env steps/s", flush=True)
+        save()
+        del run, ts, trainer  # one variant's buffers at a time
+    if set(result["variants"]) != set(MODES):
+        return result
     result["map_over_vmap_speed"] = result["variants"]["map"]["steps_per_s"] / result["variants"]["vmap"]["steps_per_s"]
     print(f"pixel_seed_axis: map / vmap speed {result['map_over_vmap_speed']:.2f}x on {result['environment']['device']}")
     save()

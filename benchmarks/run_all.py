@@ -139,7 +139,7 @@ def training_rows(args, log):
     for n in args.envs:
         try:
             yield from bench_training.run([n], args.train_steps, args.train_updates, args.repeats, args.bank_rows,
-                                          args.width, 0, log=log)
+                                          args.width, 0, log=log, partial=getattr(args, "save_row", None))
         except Exception as e:
             log(f"training: {n} envs failed: {_error(e)}")
             yield {"num_envs": n, "error": _error(e), "traceback": traceback.format_exc()[-4000:],
@@ -165,6 +165,11 @@ def training_table(payload: dict) -> tuple[list[str], list[list]]:
                "het/homo", "env compile s", "train compile s"]
     rows = []
     for r in payload["rows"]:
+        if r.get("unfinished"):  # stopped by a time limit: what it measured before
+            env_only = r.get("env_only") or {}
+            rows.append([r["num_envs"], env_only.get("sps", "unfinished"), *(["unfinished"] * 5),
+                         env_only.get("compile_s"), r.get("train_compile_s")])
+            continue
         if "error" in r:
             rows.append([r["num_envs"], *(["error"] * 8)])
             continue

@@ -106,6 +106,28 @@ def test_run_all_e2e_part(run_all_tiny):
     assert not (out / "runs").exists() or not any((out / "runs").iterdir())  # run dirs cleaned up
 
 
+def test_training_row_keeps_what_a_time_limit_cut_off(monkeypatch):
+    """The training part saves an unfinished row after the env-only timing and after the chunk's compile (the GPU's
+    16384-env row was cut off twice by its box and kept nothing): here the timed training calls "are killed"."""
+    from benchmarks import bench_training
+
+    def killed_in_timing(env, cfg, updates, banks, rows, repeats, on_compiled=None):
+        on_compiled(12.5)
+        raise KeyboardInterrupt  # what a time limit's signal does to the timed calls
+    monkeypatch.setattr(bench_training, "bench_env_only", lambda *a: (3.0, [0.5, 0.25], 1000))
+    monkeypatch.setattr(bench_training, "bench_train", killed_in_timing)
+    saved = []
+    with pytest.raises(KeyboardInterrupt):
+        bench_training.run([64], repeats=2, log=lambda m: None, partial=saved.append)
+    assert [r["num_envs"] for r in saved] == [64, 64] and all(r["unfinished"] and "error" in r for r in saved)
+    assert saved[0]["env_only"] == {"compile_s": 3.0, "times_s": [0.5, 0.25], "sps": 4000.0, "steps_per_call": 1000}
+    assert "train_compile_s" not in saved[0] and saved[1]["train_compile_s"] == 12.5
+    from benchmarks.run_all import training_aims, training_table
+    _, cells = training_table({"rows": saved[1:]})
+    assert cells == [[64, 4000.0, *["unfinished"] * 5, 3.0, 12.5]]
+    assert training_aims(saved)["train_sps_at_16384"]["measured_het"] is None
+
+
 def test_resumable_results_survive_a_kill_mid_write(tmp_path, monkeypatch):
     """The resumable benchmarks rewrite their results after every measurement: a write stopped half way (here the
     disk "fills" after some bytes) must leave the previous file whole, not a truncated JSON that --resume rejects."""
