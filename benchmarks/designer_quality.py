@@ -283,6 +283,10 @@ VARIANTS: dict[str, Variant] = {
                                                  "feedback design for one skill of the weakest quarter in turn, "
                                                  "weakest first (llm.focus: weakest)", 0.7,
                                 V3_DISTINCT + (("weak_needs", True), ("focus", "weakest"))),
+    "v3_focus_lagging": Variant(current, "none", "v3_focus_weakest (the default it became) asking the environments "
+                                                 "round only the weakest quarter's skills that lag far behind the "
+                                                 "rest: success at most half the median's (llm.focus: lagging)", 0.7,
+                                V3_DISTINCT + (("weak_needs", True), ("focus", "lagging"))),
     "v2_all_at_once": Variant(current, "all", "v2 asking for all environments in one reply", 0.7,
                               (("envs_per_reply", None),)),
     "v2_one_per_reply": Variant(current, "all", "v2 with one environment per reply (the default since it was "
@@ -571,8 +575,9 @@ IDEAS = (  # (idea, the variant that tests it, "ablation" | "adoption")
 # An idea measured after an earlier one was adopted builds on it, and is decided against it (IDEA_REFERENCE).
 REFERENCE_45 = "v3_distinct"
 IDEAS_45 = (("weak_needs", "v3_weak_needs"), ("weak_needs + weak_levers", "v3_weak_levers"),
-            ("unserved: targets_first", "v3_targets_where_missing"), ("weak_needs + focus: weakest", "v3_focus_weakest"))
-IDEA_REFERENCE = {"v3_focus_weakest": "v3_weak_needs"}
+            ("unserved: targets_first", "v3_targets_where_missing"), ("weak_needs + focus: weakest", "v3_focus_weakest"),
+            ("weak_needs + focus: lagging", "v3_focus_lagging"))
+IDEA_REFERENCE = {"v3_focus_weakest": "v3_weak_needs", "v3_focus_lagging": "v3_focus_weakest"}
 
 
 def idea_pairs(scored: list[dict]) -> list[dict]:

@@ -755,3 +755,24 @@ def test_focus_weakest_asks_each_feedback_environment_for_one_weak_skill_in_turn
         "before it, so that it can learn it there.")
     with pytest.raises(Exception, match="llm.focus"):
         LLMSettings.from_dict({"focus": "strongest"})
+
+
+def test_focus_lagging_goes_round_only_the_skills_far_behind_the_rest(tmp_path):
+    """llm.focus "lagging": of the weakest quarter only those at most half the median's success (here 60% / 2):
+    combat at 0-1% is far behind, diamond and eat_plant at 40% are merely below the rest."""
+    from envgen_jax.llm.prompts import lagging_skills, weakest_quarter
+    combat = {name: (60.0, 5.0) for name in CRAFTER_ACHIEVEMENTS} | {
+        "defeat_zombie": (0.0, 0.5), "defeat_skeleton": (1.0, 0.5), "collect_diamond": (40.0, 5.0),
+        "eat_plant": (40.0, 5.0), "make_iron_sword": (41.0, 5.0), "place_furnace": (42.0, 5.0)}
+    assert weakest_quarter(CRAFTER, combat) == ["defeat_zombie", "defeat_skeleton", "collect_diamond", "eat_plant",
+                                                "make_iron_sword", "place_furnace"]
+    assert lagging_skills(CRAFTER, combat) == ["defeat_zombie", "defeat_skeleton"]
+    assert lagging_skills(CRAFTER, {name: (50.0, 1.0) for name in CRAFTER_ACHIEVEMENTS}) == [CRAFTER_ACHIEVEMENTS[0]]
+    configs = [{"inventory_settings": {"sapling": 1}}, {"inventory_settings": {"sapling": 2}},
+               {"environment_settings": {"target_biome": "grassland"}}]
+    settings = LLMSettings(**{**GUARDED.to_dict(), "focus": "lagging", "envs_per_reply": 1})
+    designer, client, _ = make(tmp_path, [design_json([c]) for c in configs], settings=settings)
+    designer.feedback(combat, 3, previous=[CrafterConfig.original()])
+    asks = [call["messages"][-1]["content"] for call in client.calls]
+    for k, (ask, skill) in enumerate(zip(asks, ["defeat_zombie", "defeat_skeleton", "defeat_zombie"]), start=1):
+        assert f"Write environment {k} of the 3 for {skill}, among" in ask, ask[-300:]

@@ -25,8 +25,8 @@ from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, 
 from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
 from envgen_jax.llm.prompts import (analysis_prompt, feedback_prompt, focus_prompt, focus_skills, generation_prompt,
-                                    in_words, next_prompt, output_schema, repair_prompt, repeats_prompt,
-                                    unserved_prompt, weakest_quarter, written_prompt)
+                                    in_words, lagging_skills, next_prompt, output_schema, repair_prompt,
+                                    repeats_prompt, unserved_prompt, weakest_quarter, written_prompt)
 from envgen_jax.llm.reply import environment_entry, parse_reply
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.llm.spec import EnvSpec
@@ -97,10 +97,11 @@ class Designer:
         prompt = feedback_prompt(self.spec, success, previous, _check_n(n),
                                  with_generation=fresh or not self.messages, notes=notes, settings=self.settings,
                                  targets=targets, inside=inside, per_reply=per, earlier=self.history if fresh else ())
-        weak = weakest_quarter(self.spec, success) if (self.settings.unserved == "targets_first"
-                                                       or self.settings.focus == "weakest") else ()
+        weak = weakest_quarter(self.spec, success) if self.settings.unserved == "targets_first" else ()
+        focus = {"weakest": weakest_quarter, "lagging": lagging_skills}.get(self.settings.focus)
         return self._design(prompt, n, "feedback", per, base=[] if fresh else None,
-                            earlier=[*self.history, previous] if given else None, weak=weak)
+                            earlier=[*self.history, previous] if given else None, weak=weak,
+                            focus=focus(self.spec, success) if focus else ())
 
     def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:
         """Send any user turn (e.g. a curriculum's prompt) and get n validated environments, with the same
@@ -170,20 +171,21 @@ class Designer:
         return self._llm
 
     def _design(self, prompt: str, n: int, kind: str, per_reply: int | None = None,
-                base: list[dict] | None = None, earlier: list[list] | None = None, weak: Sequence[str] = ()) -> Design:
+                base: list[dict] | None = None, earlier: list[list] | None = None, weak: Sequence[str] = (),
+                focus: Sequence[str] = ()) -> Design:
         """n validated environments, asked `per_reply` at a time (all at once by default); the conversation and the
         designer's state change only once all n are accepted. `base`: the conversation the turn continues (None:
         the designer's; [] starts a new one, llm.conversation "fresh"). `earlier`: the designs an environment must
         not repeat (llm.distinct; None: every design accepted so far). `weak`: the feedback's weakest skills, which
-        llm.unserved "targets_first" asks one environment again for when no environment serves one of them, and
-        llm.focus "weakest" asks each environment of a feedback design for one of them in turn.
+        llm.unserved "targets_first" asks one environment again for when no environment serves one of them.
+        `focus`: the skills llm.focus asks the design's environments for, one each in turn (feedback turns only).
 
         A few per reply (llm.envs_per_reply): each reply is asked on its own branch from the conversation so far,
         the turn's prompt followed by the environments already written, in words, and which to write now; the
         conversation then keeps the turn's prompt and one reply holding the whole design. The 1.5B model copied
         the configuration of its own previous reply when the replies followed each other in the conversation."""
         per = min(per_reply or n, n)
-        focus = focus_skills(weak, n) if self.settings.focus == "weakest" else []  # `weak`: feedback turns only
+        focus = focus_skills(focus, n)
         configs, purposes, targets, analysis = [], [], [], ""
         base = self.messages if base is None else base
         earlier = self.history if earlier is None else earlier
@@ -195,7 +197,7 @@ class Designer:
             text = prompt if first == 0 else "\n\n".join(
                 [prompt, written_prompt(configs, targets), *([analysis_prompt(analysis)] if reuse else []),
                  next_prompt(first + 1, first + count, n)])
-            if focus:  # llm.focus "weakest": this reply's environments, one weak skill each
+            if focus:  # llm.focus: this reply's environments, one weak skill each
                 text += "\n\n" + focus_prompt(focus[first:first + count], first + 1, first + count, n,
                                                self.spec.skills)
             parsed, conversation = answer_turn(self, base, text, count, kind, self.requests + part, configs,

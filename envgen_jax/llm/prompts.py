@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import string
 from typing import Any, Mapping, Sequence
 
@@ -160,6 +161,15 @@ def weakest_quarter(spec: EnvSpec, success: Success) -> list[str]:
     rates = normalise_success(spec, success)
     ranked = sorted(spec.achievements, key=lambda name: rates[name][0])  # stable: ties keep the listed order
     return ranked[:max(1, -(-len(ranked) // 4))]
+
+
+def lagging_skills(spec: EnvSpec, success: Success) -> list[str]:
+    """The weakest quarter's achievements that lag far behind the rest (llm.focus "lagging"): success at most half
+    the median achievement's, weakest first; the weakest one always."""
+    rates = normalise_success(spec, success)
+    quarter = weakest_quarter(spec, success)
+    cut = statistics.median(m for m, _ in rates.values()) / 2
+    return [quarter[0], *(name for name in quarter[1:] if rates[name][0] <= cut)]
 
 
 def lever_words(lever: Any, config_cls: Any) -> str:
@@ -316,8 +326,8 @@ def focus_prompt(skills: Sequence[str], first: int, last: int, total: int, kind:
 
 
 def focus_skills(weak: Sequence[str], n: int) -> list[str]:
-    """The skill each of a design's n environments is asked for (llm.focus "weakest"): the weakest quarter in turn,
-    weakest first, round again when n is larger."""
+    """The skill each of a design's n environments is asked for (llm.focus): `weak` (the weakest quarter, or its
+    lagging skills) in turn, weakest first, round again when n is larger."""
     return [weak[i % len(weak)] for i in range(n)] if weak else []
 
 

@@ -18,7 +18,7 @@ History = Literal["summary", "json"]
 Conversation = Literal["continued", "fresh"]
 Analysis = Literal["each_reply", "first_reply"]
 Unserved = Literal["accept", "targets_first"]
-Focus = Literal["none", "weakest"]
+Focus = Literal["none", "weakest", "lagging"]
 BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
@@ -113,7 +113,9 @@ class LLMSettings(Declared):
     # focus: "weakest" asks each environment of a feedback design for one skill of the weakest quarter in turn,
     # weakest first (environment 1 for the weakest, 2 for the next, ...; round again when the design has more
     # environments than the quarter has skills), the model choosing its purpose and settings; "none": the model
-    # picks which weak skills each environment serves (the paper's way).
+    # picks which weak skills each environment serves (the paper's way). "lagging": the same, round only those of
+    # the weakest quarter that lag far behind the rest (success at most half the median achievement's; the weakest
+    # one always), so a skill that is merely below average takes no environment from one the agent cannot do.
     focus: Focus = "none"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
