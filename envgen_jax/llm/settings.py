@@ -115,7 +115,8 @@ class LLMSettings(Declared):
     # environments than the quarter has skills), the model choosing its purpose and settings; "none": the model
     # picks which weak skills each environment serves (the paper's way). "lagging": the same, round only those of
     # the weakest quarter that lag far behind the rest (success at most half the median achievement's; the weakest
-    # one always), so a skill that is merely below average takes no environment from one the agent cannot do.
+    # one always), so a skill that is merely below average takes no environment from one the agent cannot do
+    # (measured against "weakest": the average rose, the lowest profile did not; not adopted, docs/designer.md).
     focus: Focus = "none"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
