@@ -26,11 +26,13 @@
 # final 1M in the rest of a 220 s / 160 s box (projected whole: about 235 s cold, 185 s warm). 16384-env training
 # (three compiles) did not finish in 110 s. The pixel chunk's vmapped compile took 88 s, and nothing more was timed
 # in 270 s; its training ran about 2,400 steps/s for 4 seeds, so 1M steps x 4 seeds (about 28 min) fit no call.
+# The pixel agent's work is about 35 PFLOP for 4 seeds x 1M steps (XLA's cost analysis: 0.87 GFLOP a frame forward,
+# 2.6 with the gradient), so 2,400 steps/s is about 21 TFLOP/s, a few percent of the chip's TF32 rate: dense
+# convolutions (seed axis map) may fit the run in one call, which is what the next session should try first.
 # A session's 15 device minutes hold about 14 minutes of calls after a start: two back-to-back calls, the second
 # sent within the machine's 30 s idle window, e.g.
-#   bash benchmarks/gpu_session.sh --stages check,e2e_cold,e2e_warm --budget 520
-#   T_TRAINING=150 TRAIN_ENVS=16384 TRAIN_REPEATS=1 bash benchmarks/gpu_session.sh \
-#     --stages check,training,pixel_seeds --budget 290
+#   PIXEL_SEED_AXIS=map bash benchmarks/gpu_session.sh --stages check,pixel --budget 540
+#   bash benchmarks/gpu_session.sh --stages check,pixel_seeds --budget 290      # map vs vmap, timed side by side
 #
 # Results: at most 8 files in $OUT (default runs/gpu_session/out): session.json (stage times and the headline
 # figures, rewritten after every stage), session.log, e2e_cold.json, e2e_warm.json, training.json,
