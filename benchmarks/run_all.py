@@ -44,6 +44,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -180,6 +181,34 @@ def training_table(payload: dict) -> tuple[list[str], list[list]]:
 
 
 # ------------------------------------------------------------------------------------------------------- e2e
+E2E_SAVE_EVERY_S = 20.0  # the unfinished row is saved this often too: a phase can outlast a time box (the GPU's 1M)
+
+
+class _Every:
+    """Calls `fn()` every `seconds` in a daemon thread while the `with` block runs; none once the block has ended
+    (the exit waits for a call under way). A failing call is skipped, the next one tried."""
+
+    def __init__(self, fn, seconds: float):
+        self.fn, self.seconds = fn, seconds
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True, name="e2e-progress")
+
+    def _loop(self):
+        while not self.stop.wait(self.seconds):
+            try:
+                self.fn()
+            except Exception:  # e.g. a file half written: the next call, or the section's own save, has it
+                pass
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
 class _Clock:
     """Wall time per category with nesting (an inner category pauses the outer one); tells the CompileTimer
     which category is running, so compile work is attributed to it."""
@@ -246,26 +275,32 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
     log(f"e2e: {seeds} seed(s), {cfg.method} on {cfg.env}, {nominal:,} nominal steps per seed, "
         f"{cfg.ppo.num_envs} envs per seed ...")
     save_row = getattr(args, "save_row", None)
+    lock = threading.Lock()  # the section ends (this thread) and the periodic saves (`_Every`) write one file
+    last = ["none"]
 
-    def unfinished(section: str) -> None:
-        """The row so far, saved after each section: a run killed by a time limit still says where its time went
-        (replaced by the finished row)."""
+    def unfinished(section: str | None) -> None:
+        """The row so far, saved after each section and every E2E_SAVE_EVERY_S (section None): a run killed by a
+        time limit still says where its time went and how far it got (replaced by the finished row)."""
         if save_row is None:
             return
-        phases = _read_json(out / "phases.json")
-        save_row({"seeds": seeds, "error": f"unfinished: stopped after its {section} section (killed or out of "
-                                           "time); phase_s_so_far says where the time went",
-                  "unfinished": True, "wall_s_so_far": time.perf_counter() - start,
-                  "phase_s_so_far": dict(clock.seconds), "compile_s_so_far": timer.total_s,
-                  "phases_so_far": phases.get("seconds"), "persistent_cache_hits_so_far": timer.cache_hits,
-                  "env_steps_per_seed_so_far": _steps_so_far(out / "metrics.jsonl"), "measured_at": _now()})
+        with lock:
+            last[0] = section or last[0]
+            where = f"after its {section} section" if section else f"inside a section (the last ended: {last[0]})"
+            phases = _read_json(out / "phases.json")
+            save_row({"seeds": seeds, "error": f"unfinished: stopped {where} (killed or out of time); "
+                                               "phase_s_so_far says where the time went",
+                      "unfinished": True, "wall_s_so_far": time.perf_counter() - start,
+                      "phase_s_so_far": dict(clock.seconds), "compile_s_so_far": timer.total_s,
+                      "phases_so_far": phases.get("seconds"), "persistent_cache_hits_so_far": timer.cache_hits,
+                      "env_steps_per_seed_so_far": _steps_so_far(out / "metrics.jsonl"), "measured_at": _now()})
 
     with timer:
         start = time.perf_counter()
         with clock("build"):
             run = EnvGenRun(cfg, out, log=Prefixed(f"  [{seeds} seed(s)] "), llm_client=client,
                             callbacks=timing_callbacks(clock, unfinished))
-        report = run.run()
+        with _Every(lambda: unfinished(None), E2E_SAVE_EVERY_S):
+            report = run.run()
         wall = time.perf_counter() - start
     chunks = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
     chunk_s = [c["seconds"] for c in chunks]
@@ -324,7 +359,12 @@ def _steps_so_far(metrics: Path) -> int | None:
         lines = [line for line in metrics.read_text().splitlines() if line.strip()]
     except OSError:
         return None
-    return json.loads(lines[-1])["env_steps"] if lines else 0
+    for line in reversed(lines):  # the last line may be half written (read while the run appends)
+        try:
+            return json.loads(line)["env_steps"]
+        except (json.JSONDecodeError, KeyError):
+            continue
+    return 0
 
 
 def _program_counts(record: dict | None) -> dict | None:

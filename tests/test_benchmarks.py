@@ -128,6 +128,30 @@ def test_training_row_keeps_what_a_time_limit_cut_off(monkeypatch):
     assert training_aims(saved)["train_sps_at_16384"]["measured_het"] is None
 
 
+def test_e2e_progress_is_saved_inside_a_long_section_and_never_after_it(tmp_path):
+    """The e2e row is saved every E2E_SAVE_EVERY_S too (the GPU's final 1M-step phase outlasted its box between two
+    section ends): `_Every` calls while its block runs, survives a failing call, and calls nothing after the block."""
+    import threading
+    import time
+    from benchmarks.run_all import _Every, _steps_so_far
+    calls, failed = [], threading.Event()
+
+    def save():
+        calls.append(time.perf_counter())
+        if len(calls) == 2 and not failed.is_set():
+            failed.set()
+            raise OSError("a file half written")
+    with _Every(save, 0.01):
+        while len(calls) < 4:
+            time.sleep(0.005)
+    ended = len(calls)
+    time.sleep(0.05)
+    assert failed.is_set() and len(calls) == ended >= 4
+    metrics = tmp_path / "metrics.jsonl"  # read while the run appends: a half-written last line is skipped
+    metrics.write_text('{"env_steps": 128}\n{"env_steps": 256}\n{"env_st')
+    assert _steps_so_far(metrics) == 256 and _steps_so_far(tmp_path / "none.jsonl") is None
+
+
 def test_resumable_results_survive_a_kill_mid_write(tmp_path, monkeypatch):
     """The resumable benchmarks rewrite their results after every measurement: a write stopped half way (here the
     disk "fills" after some bytes) must leave the previous file whole, not a truncated JSON that --resume rejects."""
