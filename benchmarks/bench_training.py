@@ -57,6 +57,10 @@ def heterogeneous_configs(k: int) -> list[CrafterConfig]:
     return [dataclasses.replace(base, **menu[i % len(menu)]) for i in range(k)]
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def time_calls(fn, state, repeats: int, warmup: int = 2):
     """Warm up, then time `repeats` calls of state -> fn(state) (the state is threaded, as donation requires)."""
     for _ in range(warmup):
@@ -127,6 +131,7 @@ def run(env_counts=(1024, 2048, 4096, 8192, 16384), num_steps: int = 64, updates
     """Env-only vs training (homogeneous and heterogeneous banks) at every env count; one record per count.
     `partial(record)`, if given, receives an unfinished record after the env-only timing and after the training
     chunk's compile (same num_envs, `unfinished: True`): a run stopped by a time limit keeps those figures."""
+    save_partial = partial or (lambda record: None)
     env = CrafterEnv()
     k = bank_rows
     homo = make_params([CrafterConfig.original()] * k)
@@ -146,17 +151,10 @@ def run(env_counts=(1024, 2048, 4096, 8192, 16384), num_steps: int = 64, updates
                     "steps_per_call": env_steps}
         unfinished = {"num_envs": n, "error": "unfinished: stopped before its training timings (killed or out of "
                       "time)", "unfinished": True, "env_only": env_only}
-        if partial is not None:
-            partial({**unfinished, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-
-        def compiled(seconds: float) -> None:
-            if partial is not None:
-                partial({**unfinished, "train_compile_s": seconds,
-                         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-
-        tr_compile, tr_times, tr_steps = bench_train(env, cfg, updates, {"homogeneous": homo,
-                                                                         "heterogeneous": het}, rows, repeats,
-                                                     on_compiled=compiled)
+        save_partial({**unfinished, "measured_at": _now()})
+        tr_compile, tr_times, tr_steps = bench_train(
+            env, cfg, updates, {"homogeneous": homo, "heterogeneous": het}, rows, repeats,
+            on_compiled=lambda seconds: save_partial({**unfinished, "train_compile_s": seconds, "measured_at": _now()}))
         rec = {
             "num_envs": n,
             "env_only": env_only,
@@ -166,7 +164,7 @@ def run(env_counts=(1024, 2048, 4096, 8192, 16384), num_steps: int = 64, updates
                                     "sps": sps(tr_steps, tr_times["heterogeneous"]), "steps_per_call": tr_steps},
             "ppo": {"num_steps": num_steps, "updates_per_chunk": updates, "update_epochs": cfg.update_epochs,
                     "num_minibatches": cfg.num_minibatches, "width": width, "depth": cfg.depth},
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "measured_at": _now(),
         }
         rec["ratio_train_homo_over_env"] = rec["train_homogeneous"]["sps"] / rec["env_only"]["sps"]
         rec["ratio_train_het_over_env"] = rec["train_heterogeneous"]["sps"] / rec["env_only"]["sps"]

@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_training import time_calls  # noqa: E402
 from envgen_jax.run.parts import RunParts  # noqa: E402
 from envgen_jax.run_config import load_run_config  # noqa: E402
+from envgen_jax.trainer.train import _chunk_arguments  # noqa: E402
 from tests import golden  # noqa: E402
 
 LEVELS = (None, 3, 2, 1, 0)  # None: XLA's default
@@ -34,12 +35,13 @@ def main() -> None:
     bank = parts.env.make_params([parts.game.config_cls.original()] * cfg.bank_rows)
     rows = np.zeros(cfg.ppo.num_envs, np.int32)
     state = trainer.init(bank, rows)
-    lowered = trainer._chunk_jit.lower(state, bank, rows, np.bool_(False), num_updates=4)
+    args = _chunk_arguments(state, bank, rows)  # the chunk's traced arguments, as train_chunk calls it
+    lowered = trainer._chunk_jit.lower(*args, num_updates=4)
     for level in LEVELS:
         start = time.perf_counter()
         compiled = lowered.compile({} if level is None else {"xla_backend_optimization_level": level})
         compile_s = time.perf_counter() - start
-        chunk = lambda ts: compiled(ts, bank, rows, np.bool_(False))[0]  # noqa: E731 (the state is donated)
+        chunk = lambda ts: compiled(ts, *args[1:])[0]  # noqa: E731 (the state is donated)
         _, times = time_calls(chunk, jax.tree.map(lambda x: x.copy(), state), repeats=3)
         print(f"level {'default' if level is None else level}: compile {compile_s:.1f} s, a chunk "
               f"{sum(times) / len(times) * 1000:.0f} ms", flush=True)

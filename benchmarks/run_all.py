@@ -276,16 +276,17 @@ def e2e_row(args, seeds: int, runs_dir: Path, log) -> dict:
         f"{cfg.ppo.num_envs} envs per seed ...")
     save_row = getattr(args, "save_row", None)
     lock = threading.Lock()  # the section ends (this thread) and the periodic saves (`_Every`) write one file
-    last = ["none"]
+    last = "none"  # the section that ended last
 
     def unfinished(section: str | None) -> None:
         """The row so far, saved after each section and every E2E_SAVE_EVERY_S (section None): a run killed by a
         time limit still says where its time went and how far it got (replaced by the finished row)."""
+        nonlocal last
         if save_row is None:
             return
         with lock:
-            last[0] = section or last[0]
-            where = f"after its {section} section" if section else f"inside a section (the last ended: {last[0]})"
+            last = section or last
+            where = f"after its {section} section" if section else f"inside a section (the last ended: {last})"
             phases = _read_json(out / "phases.json")
             save_row({"seeds": seeds, "error": f"unfinished: stopped {where} (killed or out of time); "
                                                "phase_s_so_far says where the time went",
