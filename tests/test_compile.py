@@ -208,3 +208,35 @@ def test_a_killed_e2e_benchmark_keeps_its_rows(tmp_path):
     assert set(saved[1]["phases"]) == set(PHASES) and saved[1]["programs"]["compiled"] >= 0
     assert saved[2]["unfinished"] is True and "unfinished" in saved[2]["error"]
     assert saved[2]["wall_s_so_far"] > 0 and saved[2]["phase_s_so_far"]["train"] > 0
+
+
+@pytest.mark.parametrize("feedback", ["pooled", "per_seed"])
+def test_every_phase_of_every_method_trains_in_one_program(tmp_path, feedback):
+    """No method's phase recompiles: the (bank, rows) of every training phase of every method have one type and
+    shape (the chunk's cache key beside the TrainState, which a run keeps), with a design in the bank. (plr, sfl
+    and envgen_sfl draw the original game's row from a one-hot sampler; several designers give rows per seed in
+    every phase.)"""
+    import numpy as np
+
+    from envgen_jax.envs.crafter import CrafterConfig
+    from envgen_jax.llm.testing import ScriptedClient, auto_reply, varied_configs
+    from envgen_jax.run.loop import EnvGenRun
+    from envgen_jax.run_config import METHODS, load_run_config
+    from envgen_jax.trainer.train import layout
+
+    def signature(bank, rows):
+        args = (bank, layout(rows))
+        return jax.tree.structure(args), tuple((np.shape(x), np.asarray(x).dtype) for x in jax.tree.leaves(args))
+
+    for name in METHODS:
+        cfg = load_run_config(ROOT / "configs" / "smoke.yaml", golden.TINY + golden.LLM + [
+            f"method={name}", f"schedule.feedback={feedback}", "method_options.plr.capacity=8",
+            "method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options.envgen_sfl.pool=4"])
+        run = EnvGenRun(cfg, tmp_path / f"{name}_{feedback}", llm_client=ScriptedClient(default=auto_reply(CrafterConfig)))
+        n = (run.cfg.bank_rows - 1) // cfg.num_designers
+        run.state.designs.append({"cycle": 0, "designers": [
+            {"configs": varied_configs(CrafterConfig, n, offset=d), "purposes": ["p"] * n}
+            for d in range(cfg.num_designers)]})
+        wheres = sorted({p.where for p in run.plan if p.kind == "train"})
+        found = {where: signature(*run.method.bank_and_rows(where)) for where in wheres}
+        assert len(set(found.values())) == 1, (name, feedback, {w: s[0] for w, s in found.items()})

@@ -63,6 +63,10 @@ def test_row_assignment():
     rows = assign_rows("mixed", 8, 2, 2, 2, 0.5, True)
     assert rows.shape == (2, 8) and (rows[:, :4] == 0).all()
     assert set(rows[0, 4:]) == {1, 2} and set(rows[1, 4:]) == {3, 4} and rows.dtype == np.int32
+    # ... and rows per seed in the original game too (one chunk program for every phase of the run)
+    for where, has_llm in (("original", True), ("final", True), ("llm", False)):
+        rows = assign_rows(where, 8, 3, 3, 2, 0.5, has_llm)
+        assert rows.shape == (3, 8) and (rows == 0).all() and rows.dtype == np.int32
 
 
 def test_parameter_count_is_the_networks_for_every_method():

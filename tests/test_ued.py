@@ -91,7 +91,8 @@ from envgen_jax.envs.vector import RowSampler  # noqa: E402
 from envgen_jax.trainer import probes  # noqa: E402
 from envgen_jax.trainer.metrics import to_host  # noqa: E402
 from envgen_jax.trainer.ppo import PPOConfig, compute_gae  # noqa: E402
-from envgen_jax.trainer.replay import REPLAY  # noqa: E402
+from envgen_jax.trainer.replay import REPLAY, Replay  # noqa: E402
+from tests.trees import assert_trees_equal  # noqa: E402
 from envgen_jax.trainer.train import make_trainer  # noqa: E402
 
 N = 16
@@ -160,6 +161,33 @@ def test_trainer_with_sampled_rows_follows_probs_without_retrace():
     assert trainer.trace_counts["train_chunk"] == 1
 
 
+def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it():
+    """The original-game phases of plr, sfl and envgen_sfl draw their one row (`RowSampler.one_row`; plr's sampler
+    held, `Replay.held`), to share the chunk of their sampled phases: the same episodes, updates and statistics as
+    fixed rows on that row. (In an env whose worlds do not depend on the key: the sampled layout splits the spare
+    refresh's key once more to draw rows, so Crafter's refreshed worlds differ.) Held, the sampler's state is
+    left as it is."""
+    env, cfg = probes.DiscountEnv(), dataclasses.replace(TINY, num_seeds=2)  # 2-step episodes: many refreshes
+    bank = probes.make_bank([[1.0, 0.0], [0.5, 0.0]], shifts=[0, 0])
+    fixed = np.zeros(cfg.num_envs, np.int32)
+    for level_sampler, drawn in ((None, RowSampler.one_row(fixed, 2, cfg.num_seeds)),
+                                 (ls.LevelSampler(capacity=2), Replay.held([1.0, 0.0]))):
+        trainer = make_trainer(env, cfg, level_sampler=level_sampler)
+        a, ma = trainer.train_chunk(trainer.init(bank, fixed), bank, fixed, num_updates=4)
+        start = trainer.init(bank, drawn)
+        sampler = jax.device_get(getattr(start, "sampler", None))
+        b, mb = trainer.train_chunk(start, bank, drawn, num_updates=4)
+        ma, mb = to_host(ma), to_host(mb)
+        assert ma.rows.episodes[:, 0].sum() > 2 * cfg.num_envs and (mb.rows.episodes[:, 1] == 0).all()
+        assert_trees_equal(ma.rows, mb.rows)  # the same episodes, returns, lengths, achievements
+        # the same updates, to float32 rounding (the two programs fuse their sums differently)
+        for x, y in zip(jax.tree.leaves((ma.losses, trainer.agent_state(a).params)),
+                        jax.tree.leaves((mb.losses, trainer.agent_state(b).params))):
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-6)
+        if level_sampler is not None:
+            assert_trees_equal(b.sampler, sampler)
+
+
 @pytest.fixture(scope="module")
 def plr_run():
     hp = ls.LevelSampler(capacity=4, min_fill=0.5)
@@ -211,7 +239,8 @@ def run_plr(out):
 @pytest.fixture(scope="module")
 def plr_loop(tmp_path_factory):
     out = tmp_path_factory.mktemp("plr") / "whole"
-    return out, run_plr(out)[0]
+    report, run = run_plr(out)
+    return out, report, dict(run.trainer.trace_counts)
 
 
 def _metrics(out):
@@ -226,8 +255,10 @@ def _metrics(out):
 
 
 def test_plr_run_records_its_buffer(plr_loop):
-    out, report = plr_loop
+    out, report, traces = plr_loop
     assert "score" in report  # a tiny final phase may finish no original-game episode (score None)
+    # the final phase holds the curriculum on the original game's row (replay.Replay.held): the plr phase's program
+    assert traces["train_chunk"] == 1
     lines = _metrics(out)
     buffers = [line["buffer"] for line in lines if line["phase"] == "plr"]
     assert len(buffers) == 4 and all(len(b["seen_per_seed"]) == 2 for b in buffers)
@@ -351,9 +382,11 @@ def sfl_loop(tmp_path_factory):
 def test_sfl_run_selects_and_records(sfl_loop):
     from envgen_jax.run.loop import latest_checkpoint, load_loop_state
     out, report, run = sfl_loop
-    # new pools and weights are traced values: one compile of the sampled layout's chunk, one of the final phase's
-    # fixed layout, one of the learnability evaluation
-    assert run.trainer.trace_counts["train_chunk"] == 2 and run.method.learn_evaluator.trace_count == 1
+    # new pools and weights are traced values, and the final phase draws the original game's row from a one-hot
+    # sampler: one compile of the chunk for every phase, one of the reset (a new pool inside the phase), one of the
+    # learnability evaluation
+    assert run.trainer.trace_counts["train_chunk"] == 1 and run.trainer.trace_counts["reset_envs"] == 1
+    assert run.method.learn_evaluator.trace_count == 1
     lines = _metrics(out)
     phases = [line["phase"] for line in lines]
     assert phases == ["sfl"] * 4 + ["final"] * 2  # 512 steps of 128 per update, then the final 256

@@ -34,6 +34,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from envgen_jax.envs.bank import Bank
@@ -67,6 +68,17 @@ class RowSampler:
 
     def draw(self, key: jax.Array, n: int) -> jax.Array:
         return jax.random.choice(key, self.probs.shape[-1], (n,), p=self.probs).astype(jnp.int32)
+
+    @classmethod
+    def one_row(cls, rows, num_rows: int, seeds: int) -> "RowSampler | None":
+        """Fixed rows (i32[N] or [S, N], host) as a sampled layout that draws each seed's only row, with probs
+        f32[S, K] one-hot; None when some seed's slots run several rows. A method that samples the rows of some
+        phases runs its other phases so, and all its phases share one compiled chunk (the two layouts' env states
+        differ in type, so they compile apart)."""
+        rows = np.broadcast_to(np.asarray(rows, np.int32), (seeds, np.shape(rows)[-1]))
+        if (rows != rows[:, :1]).any():
+            return None
+        return cls(jax.device_put(np.eye(num_rows, dtype=np.float32)[rows[:, 0]]))
 
 
 @struct.dataclass

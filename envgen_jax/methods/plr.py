@@ -24,7 +24,8 @@ from envgen_jax.methods.base import Method, Phase
 from envgen_jax.methods.random import random_configs
 from envgen_jax.schema import Declared, bounded
 from envgen_jax.trainer import level_sampler as ls
-from envgen_jax.trainer.replay import REPLAY
+from envgen_jax.run.rows import ORIGINAL_ROW
+from envgen_jax.trainer.replay import Replay
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,13 +115,18 @@ class PLR(Method):
         self.buffer, self.buffer_draws = state.get("buffer", []), state.get("buffer_draws", 0)
 
     def bank_and_rows(self, where):
-        """The buffer's configurations, and rows REPLAY (the level sampler draws them)."""
+        """The buffer's configurations, with rows the level sampler draws; in the original game's phases, the
+        curriculum held on that one row (`replay.Replay`: every phase in one program)."""
         if where != self.WHERE:
-            return super().bank_and_rows(where)
+            bank, rows = super().bank_and_rows(where)
+            return bank, Replay.held(np.eye(bank.num_rows, dtype=np.float32)[ORIGINAL_ROW])
         if not self.buffer:
             self.buffer = random_configs(self.run.cfg, self.run.config_cls, self.run.cfg.bank_rows, 0)
             self.buffer_draws = 1
-        return self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer]), REPLAY
+        return self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer]), self._running()
+
+    def _running(self) -> Replay:
+        return Replay.running(self.run.cfg.bank_rows)
 
     def chunk_record(self, ts, phase):
         if phase.where != self.WHERE:
@@ -141,7 +147,7 @@ class PLR(Method):
             self.buffer[row] = config
         bank = self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer])
         ts = ts.replace(sampler=ls.replace_rows(ts.sampler, replace))
-        return self.trainer.reset_envs(ts, bank, REPLAY), bank
+        return self.trainer.reset_envs(ts, bank, self._running()), bank
 
     def after_phase(self, ts, phase):
         """The four highest-scored configurations of seed 0's buffer, through the game's renderer."""

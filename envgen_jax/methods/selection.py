@@ -119,8 +119,10 @@ class LearnabilitySelection(Method):
 
     # -- the loop's hooks --
     def bank_and_rows(self, where):
-        if where != self.WHERE:
-            return super().bank_and_rows(where)
+        if where != self.WHERE:  # the original game's phases: rows drawn too (one program for every phase)
+            bank, rows = super().bank_and_rows(where)
+            sampled = RowSampler.one_row(rows, self.run.cfg.bank_rows, self.run.cfg.num_agents)
+            return bank, rows if sampled is None else sampled
         return self.learning_bank(), RowSampler(jax.device_put(np.asarray(self.weights(), np.float32)))
 
     def before_phase(self, ts, phase):

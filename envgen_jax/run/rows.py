@@ -12,13 +12,14 @@ ORIGINAL_ROW = 0
 
 def assign_rows(where: str, num_envs: int, seeds: int, num_designers: int, envs_per_call: int,
                 original_share: float, has_llm_configs: bool) -> np.ndarray:
-    """[num_envs] rows (one designer), or [seeds, num_envs] (a designer per seed, each seed on its own rows).
+    """[num_envs] rows (one designer), or [seeds, num_envs] (a designer per seed, each seed on its own rows; in every
+    phase, the original game's too, so that all phases run one compiled chunk).
 
     'llm': slots spread evenly over the LLM configurations; 'mixed': the first round(num_envs * original_share) slots
     in the original game, the rest spread over the LLM configurations; anything else (or no LLM configuration yet):
     every slot in the original game."""
     if where not in ("llm", "mixed") or not has_llm_configs:
-        return np.zeros(num_envs, np.int32)
+        return np.zeros(num_envs if num_designers == 1 else (seeds, num_envs), np.int32)
     first_llm = round(num_envs * original_share) if where == "mixed" else 0
     slot = np.arange(num_envs)
     llm_rows = 1 + (slot - first_llm) % envs_per_call

@@ -97,13 +97,17 @@ def restore_checkpoint(path: str | os.PathLike, like: Any) -> Any:
     return _restore(path, **{STATE: ocp.args.StandardRestore(abstract)})[STATE]
 
 
-def saved_fields(path: str | os.PathLike) -> set[str]:
-    """The top-level fields of the TrainState saved at `path` (read from orbax's metadata; nothing is loaded)."""
+def saved_tree(path: str | os.PathLike) -> dict:
+    """The TrainState saved at `path` as nested dicts of field names (orbax's metadata; nothing is loaded)."""
     path = Path(path).absolute()
     with ocp.StandardCheckpointer() as checkpointer:
         meta = checkpointer.metadata(path / STATE)
-    tree = meta.item_metadata.tree if hasattr(meta, "item_metadata") else meta
-    return set(tree.keys())
+    return meta.item_metadata.tree if hasattr(meta, "item_metadata") else meta
+
+
+def saved_fields(path: str | os.PathLike) -> set[str]:
+    """The top-level fields of the TrainState saved at `path`."""
+    return set(saved_tree(path).keys())
 
 
 def load_metadata(path: str | os.PathLike) -> dict:

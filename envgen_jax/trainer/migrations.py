@@ -7,14 +7,22 @@ handled here, and only here (`Trainer.restore` calls `restore_state`):
 2. Before level replay moved out of the PPO update, a trainer with a level sampler saved one flat TrainState with
    the sampler's state as a field beside the agent's (`PLRTrainState`); today it is a `replay.ReplayState` with the
    agent's TrainState and the sampler's state side by side.
+3. Before all phases of a run shared one compiled chunk, plr, sfl and envgen_sfl ran their original-game phases on
+   fixed rows (the env state a `VecState`); those phases now draw their one row from a one-hot sampler (a
+   `SampledVecState`, `RowSampler.one_row`, `Replay.held`). A checkpoint from such a phase restores with every
+   slot's row, and its spare world's, set to that row: the row it ran.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import jax.numpy as jnp
+import numpy as np
+
+from envgen_jax.envs.vector import RowSampler, SampledVecState, VecState
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.checkpoint import restore_checkpoint, saved_fields
+from envgen_jax.trainer.checkpoint import restore_checkpoint, saved_fields, saved_tree
 from envgen_jax.trainer.ppo import TrainState
 from envgen_jax.trainer.replay import ReplayState
 
@@ -22,12 +30,14 @@ AGENT_FIELDS = ("hparams", "value_norm", "memory")  # added after the first rele
 FLAT_SAMPLER = "sampler"  # the level sampler's field of the flat PLRTrainState
 
 
-def restore_state(trainer, path, like, num_agents: int):
-    """The state saved at `path` as `like` (abstract) has it: a TrainState, or a ReplayState for a trainer with a
-    level sampler."""
+def restore_state(trainer, path, like, num_agents: int, rows=None):
+    """The state saved at `path` as `like` (abstract, made for the layout `rows`) has it: a TrainState, or a
+    ReplayState for a trainer with a level sampler."""
+    agent_like = trainer.agent_state(like)
+    if isinstance(agent_like.env_state, SampledVecState) and not _saved_sampled(saved_tree(path)):
+        return _sampled_from_fixed(trainer, path, like, num_agents, rows)
     saved = saved_fields(path)
     replay = isinstance(like, ReplayState)
-    agent_like = trainer.agent_state(like)
     missing = [f for f in AGENT_FIELDS if f not in saved and "agent" not in saved]
     if not missing and not (replay and FLAT_SAMPLER in saved and "agent" not in saved):
         return restore_checkpoint(path, like)  # today's layout
@@ -42,3 +52,33 @@ def restore_state(trainer, path, like, num_agents: int):
     fresh = dict(hparams=trainer.hparams(count=num_agents), value_norm=None, memory=None)
     agent = TrainState(**out, **{name: fresh[name] for name in missing})
     return like.replace(agent=agent, sampler=sampler) if replay else agent
+
+
+def _saved_sampled(tree: dict) -> bool:
+    """Whether the saved env state is a sampled layout's (it has each slot's row)."""
+    agent = tree.get("agent", tree)
+    return "row" in agent.get("env_state", {})
+
+
+def _sampled_from_fixed(trainer, path, like, num_agents: int, rows):
+    """Migration 3: a fixed layout's env state, read into the sampled one `like` has, each seed's slots on the one
+    row its layout draws."""
+    probs = rows.probs if isinstance(rows, RowSampler) else getattr(rows, "held_probs", None)
+    probs = None if probs is None else np.asarray(probs)
+    if probs is None or not ((probs > 0).sum(-1) == 1).all():  # each seed draws one row
+        raise ConfigError([f"checkpoint {path}: its env slots ran fixed rows, and this phase draws its rows from "
+                           f"several; resume it with the code that wrote it"], what="checkpoint")
+    env_like = trainer.agent_state(like).env_state
+    fields = {f.name: getattr(env_like, f.name) for f in dataclasses.fields(VecState)}
+    fixed = restore_state(trainer, path, _with_env_state(trainer, like, VecState(**fields)), num_agents)
+    slots = env_like.row.shape  # [S, N]
+    row = np.broadcast_to(np.argmax(probs, axis=-1).astype(np.int32).reshape(-1, 1), slots)
+    env = trainer.agent_state(fixed).env_state
+    sampled = SampledVecState(**{f.name: getattr(env, f.name) for f in dataclasses.fields(VecState)},
+                              row=jnp.asarray(row), spare_row=jnp.asarray(row))
+    return _with_env_state(trainer, fixed, sampled)
+
+
+def _with_env_state(trainer, state, env_state):
+    agent = trainer.agent_state(state).replace(env_state=env_state)
+    return state.replace(agent=agent) if isinstance(state, ReplayState) else agent

@@ -8,8 +8,11 @@ agent's, draws each episode's row from its distribution and gives the update a p
 Per update: the rows of new episodes are drawn from `row_distribution(sampler)` (a `RowSampler` layout), the PPO
 update takes gradients only from steps in `gradient_rows(sampler)` (robust PLR: rows already scored), and
 `after_update` scores the rows the rollout ran. Given rows (a fixed layout or a RowSampler) instead of `REPLAY`, the
-trainer runs them as any trainer does and leaves the sampler's state as it is (e.g. a final phase in the original
-game). The PPO update (`trainer.ppo`) knows nothing of this.
+trainer runs them as any trainer does and leaves the sampler's state as it is. A run's phases outside the curriculum
+(a final phase in the original game) instead give `Replay.held(probs)`, and its curriculum phases
+`Replay.running(num_rows)`: the same types, so both run one compiled chunk; held, episodes draw their rows from
+`probs`, every step gives gradients and the sampler's state is left as it is. The PPO update (`trainer.ppo`) knows
+nothing of this.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from envgen_jax.envs.vector import RowSampler
@@ -26,7 +31,21 @@ from envgen_jax.trainer.train import Trainer
 
 @struct.dataclass
 class Replay:
-    """The layout of a phase whose episodes draw their rows from the level sampler (it holds no arrays)."""
+    """The layout of a phase whose episodes draw their rows from the level sampler. `REPLAY` holds no arrays; a run
+    whose phases must share one program gives `running(K)` and `held(probs)`, whose traced `hold` flag says whether
+    the curriculum is held (episodes draw from `held_probs` instead, f32[K]; every step gives gradients; the
+    sampler's state is kept)."""
+
+    hold: jax.Array | None = None        # bool[]
+    held_probs: jax.Array | None = None  # f32[K]
+
+    @classmethod
+    def running(cls, num_rows: int) -> "Replay":
+        return cls(hold=np.bool_(False), held_probs=np.zeros(num_rows, np.float32))
+
+    @classmethod
+    def held(cls, probs) -> "Replay":
+        return cls(hold=np.bool_(True), held_probs=np.asarray(probs, np.float32))
 
 
 REPLAY = Replay()
@@ -60,8 +79,12 @@ class ReplayTrainer(Trainer):
         return state.agent
 
     def _layout(self, rows, sampler):
-        """What the VecEnv runs: rows drawn from the sampler's distribution for REPLAY, else `rows`."""
-        return RowSampler(self.level_sampler.row_distribution(sampler)) if isinstance(rows, Replay) else rows
+        """What the VecEnv runs: rows drawn from the sampler's distribution for a Replay (or from its `held_probs`
+        while held), else `rows`."""
+        if not isinstance(rows, Replay):
+            return rows
+        probs = self.level_sampler.row_distribution(sampler)
+        return RowSampler(probs if rows.hold is None else jnp.where(rows.hold, rows.held_probs, probs))
 
     def _samples_rows(self, rows) -> bool:
         return isinstance(rows, Replay) or super()._samples_rows(rows)
@@ -79,7 +102,11 @@ class ReplayTrainer(Trainer):
             agent, out = self.ppo.update(state.agent, bank, rows)
             return state.replace(agent=agent), out
         hooks, sampler = self.level_sampler, state.sampler
-        agent, out = self.ppo.update(state.agent, bank, self._layout(rows, sampler),
-                                     grad_rows=hooks.gradient_rows(sampler))
-        sampler = hooks.after_update(sampler, out.infos, out.advantages, out.values)
-        return ReplayState(agent=agent, sampler=sampler), out
+        grad_rows = hooks.gradient_rows(sampler)
+        if rows.hold is not None and grad_rows is not None:
+            grad_rows = grad_rows | rows.hold  # held: gradients from every step
+        agent, out = self.ppo.update(state.agent, bank, self._layout(rows, sampler), grad_rows=grad_rows)
+        scored = hooks.after_update(sampler, out.infos, out.advantages, out.values)
+        if rows.hold is not None:  # held: the sampler's state as it was
+            scored = jax.tree.map(lambda old, new: jnp.where(rows.hold, old, new), sampler, scored)
+        return ReplayState(agent=agent, sampler=scored), out

@@ -78,7 +78,7 @@ def rows_axis(rows) -> int | None:
     if isinstance(rows, RowSampler):
         rows = rows.probs
     elif not isinstance(rows, (np.ndarray, jax.Array)):
-        return None  # a layout without arrays (replay.REPLAY)
+        return None  # a replay.Replay: one for every seed
     return 0 if jnp.ndim(rows) == 2 else None
 
 
@@ -264,7 +264,8 @@ class Trainer:
     def restore(self, path, bank, rows, seeds: Sequence[int] | None = None):
         """The state saved at `path`, also from a checkpoint an older version wrote (`trainer.migrations`)."""
         from envgen_jax.trainer.migrations import restore_state
-        return restore_state(self, path, self.abstract_state(bank, rows, seeds), len(self._seeds(seeds)))
+        return restore_state(self, path, self.abstract_state(bank, rows, seeds), len(self._seeds(seeds)),
+                             layout(rows))
 
     # -- the chunk ------------------------------------------------------------------------------------------
     def _update(self, state, bank, rows):
