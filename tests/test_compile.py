@@ -232,7 +232,8 @@ def test_every_phase_of_every_method_trains_in_one_program(tmp_path, feedback):
         cfg = load_run_config(ROOT / "configs" / "smoke.yaml", golden.TINY + golden.LLM + [
             f"method={name}", f"schedule.feedback={feedback}", "method_options.plr.capacity=8",
             "method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options.envgen_sfl.pool=4"])
-        run = EnvGenRun(cfg, tmp_path / f"{name}_{feedback}", llm_client=ScriptedClient(default=auto_reply(CrafterConfig)))
+        run = EnvGenRun(cfg, tmp_path / f"{name}_{feedback}",
+                        llm_client=ScriptedClient(default=auto_reply(CrafterConfig)))
         n = (run.cfg.bank_rows - 1) // cfg.num_designers
         run.state.designs.append({"cycle": 0, "designers": [
             {"configs": varied_configs(CrafterConfig, n, offset=d), "purposes": ["p"] * n}

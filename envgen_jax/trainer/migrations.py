@@ -30,12 +30,12 @@ AGENT_FIELDS = ("hparams", "value_norm", "memory")  # added after the first rele
 FLAT_SAMPLER = "sampler"  # the level sampler's field of the flat PLRTrainState
 
 
-def restore_state(trainer, path, like, num_agents: int, rows=None):
+def restore_state(trainer, path, like, rows=None):
     """The state saved at `path` as `like` (abstract, made for the layout `rows`) has it: a TrainState, or a
     ReplayState for a trainer with a level sampler."""
     agent_like = trainer.agent_state(like)
     if isinstance(agent_like.env_state, SampledVecState) and not _saved_sampled(saved_tree(path)):
-        return _sampled_from_fixed(trainer, path, like, num_agents, rows)
+        return _sampled_from_fixed(trainer, path, like, rows)
     saved = saved_fields(path)
     replay = isinstance(like, ReplayState)
     missing = [f for f in AGENT_FIELDS if f not in saved and "agent" not in saved]
@@ -49,7 +49,7 @@ def restore_state(trainer, path, like, num_agents: int, rows=None):
         tree[FLAT_SAMPLER] = like.sampler
     out = restore_checkpoint(path, tree)
     sampler = out.pop(FLAT_SAMPLER, None)
-    fresh = dict(hparams=trainer.hparams(count=num_agents), value_norm=None, memory=None)
+    fresh = dict(hparams=trainer.hparams(count=agent_like.update_step.shape[0]), value_norm=None, memory=None)
     agent = TrainState(**out, **{name: fresh[name] for name in missing})
     return like.replace(agent=agent, sampler=sampler) if replay else agent
 
@@ -60,7 +60,7 @@ def _saved_sampled(tree: dict) -> bool:
     return "row" in agent.get("env_state", {})
 
 
-def _sampled_from_fixed(trainer, path, like, num_agents: int, rows):
+def _sampled_from_fixed(trainer, path, like, rows):
     """Migration 3: a fixed layout's env state, read into the sampled one `like` has, each seed's slots on the one
     row its layout draws."""
     probs = rows.probs if isinstance(rows, RowSampler) else getattr(rows, "held_probs", None)
@@ -70,7 +70,7 @@ def _sampled_from_fixed(trainer, path, like, num_agents: int, rows):
                            f"several; resume it with the code that wrote it"], what="checkpoint")
     env_like = trainer.agent_state(like).env_state
     fields = {f.name: getattr(env_like, f.name) for f in dataclasses.fields(VecState)}
-    fixed = restore_state(trainer, path, _with_env_state(trainer, like, VecState(**fields)), num_agents)
+    fixed = restore_state(trainer, path, _with_env_state(trainer, like, VecState(**fields)))
     slots = env_like.row.shape  # [S, N]
     row = np.broadcast_to(np.argmax(probs, axis=-1).astype(np.int32).reshape(-1, 1), slots)
     env = trainer.agent_state(fixed).env_state

@@ -264,8 +264,7 @@ class Trainer:
     def restore(self, path, bank, rows, seeds: Sequence[int] | None = None):
         """The state saved at `path`, also from a checkpoint an older version wrote (`trainer.migrations`)."""
         from envgen_jax.trainer.migrations import restore_state
-        return restore_state(self, path, self.abstract_state(bank, rows, seeds), len(self._seeds(seeds)),
-                             layout(rows))
+        return restore_state(self, path, self.abstract_state(bank, rows, seeds), layout(rows))
 
     # -- the chunk ------------------------------------------------------------------------------------------
     def _update(self, state, bank, rows):
