@@ -43,10 +43,13 @@ def one_run(method: str, out: Path) -> dict:
     start = time.monotonic()
     report = EnvGenRun(cfg, out, llm_client=ScriptedClient(default=auto_reply(CrafterConfig))).run()
     record = report.get("compile", {})
-    names = [p["name"] for p in record.get("programs", [])]
+    programs = record.get("programs", [])
+    names = [p["name"] for p in programs]
     return {"method": method, "wall_s": round(time.monotonic() - start, 1), "programs": len(names),
-            "compile_s": record.get("seconds"), "chunks": names.count("_train_chunk"),
-            "resets": names.count("_reset_envs"), "names": names, "phases": report.get("phases")}
+            "compile_s": record.get("seconds"), "chunks": sum("_train_chunk" in n for n in names),
+            "resets": sum("_reset_envs" in n for n in names), "phases": report.get("phases"),
+            "programs_by_seconds": sorted(([p["name"], p.get("seconds")] for p in programs),
+                                          key=lambda p: -(p[1] or 0))}
 
 
 def main() -> None:

@@ -55,12 +55,15 @@ def rows_to_refresh(cfg, sampler) -> np.ndarray:
     return np.argsort(mean_score, kind="stable")[:k].astype(np.int32)
 
 
+# One program each, not one per operation (run eagerly, these two made 60 small programs in a tiny CPU run).
+_level_probs_per_seed = jax.jit(jax.vmap(ls.level_probs, in_axes=(None, 0)), static_argnums=0)
+_replace_rows = jax.jit(ls.replace_rows)
+
+
 def buffer_metrics(hp: ls.LevelSampler, sampler) -> dict:
     """Per seed: seen rows, score quartiles over seen rows, mean staleness, and the replay share of the next
     episodes (the probability mass on seen rows)."""
-    import jax.numpy as jnp
-
-    probs = np.asarray(jax.vmap(lambda s: ls.level_probs(hp, s))(jax.tree.map(jnp.asarray, sampler)))
+    probs = np.asarray(_level_probs_per_seed(hp, sampler))
     seen, score = np.asarray(sampler.seen), np.asarray(sampler.score)
     staleness = np.asarray(sampler.time)[:, None] - np.asarray(sampler.last_run)
     out = {"seen_per_seed": seen.sum(1).tolist(), "replay_share_per_seed": (probs * seen).sum(1).tolist(),
@@ -146,7 +149,7 @@ class PLR(Method):
         for row, config in zip(replace.tolist(), new):
             self.buffer[row] = config
         bank = self.run.make_params([self.run.config_cls.from_dict(c) for c in self.buffer])
-        ts = ts.replace(sampler=ls.replace_rows(ts.sampler, replace))
+        ts = ts.replace(sampler=_replace_rows(ts.sampler, replace))
         return self.trainer.reset_envs(ts, bank, self._running()), bank
 
     def after_phase(self, ts, phase):
