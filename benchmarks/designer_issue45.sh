@@ -9,7 +9,8 @@
 #    v3_weak_needs (llm.weak_needs), v3_weak_levers (llm.weak_levers too: Heist's keys lever), v3_targets_where_missing
 #    (llm.unserved: targets_first); then v3_focus_weakest (llm.focus: weakest on top of weak_needs, adopted
 #    meanwhile, and decided against it: IDEA_REFERENCE), then v3_focus_lagging (llm.focus: lagging, decided against
-#    v3_focus_weakest, the default it became). Verdicts: the "The rule" table of designer_quality_v2.md (IDEAS_45: adopted if
+#    v3_focus_weakest, the default it became), then v3_focus_levers (llm.weak_levers on top of the default, decided
+#    against v3_focus_weakest). Verdicts: the "The rule" table of designer_quality_v2.md (IDEAS_45: adopted if
 #    the lowest profile rises and the average is not lower with p < 0.05, paired with v3_distinct).
 # 3. The bundled designer over whole runs: two 4-cycle chains as configs/crafter_envgen.yaml builds it (the aim:
 #    0 duplicates inside a call, 0 repeats of an earlier cycle's environment; a feedback call <= 150 s, idle CPU).
@@ -26,6 +27,7 @@ $Q --variants v3_weak_levers
 $Q --variants v3_targets_where_missing
 $Q --variants v3_focus_weakest
 $Q --variants v3_focus_lagging
+$Q --variants v3_focus_levers
 $PY benchmarks/designer_chain.py --seeds 0,1 --resume --config configs/crafter_envgen.yaml \
   --out $R/designer_chain_focus.json
 $PY benchmarks/designer_quality.py --report

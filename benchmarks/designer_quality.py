@@ -40,7 +40,8 @@ environment asked again, the designer as it runs now) and issue 45's ideas on to
 `v3_weak_needs` (what the weakest quarter's achievements need), `v3_weak_levers` (with the settings that make each
 easier, e.g. Heist's keys), `v3_targets_where_missing` (one environment asked again, targets first, where no
 environment serves a weak skill), decided against v3_distinct (IDEAS_45), then `v3_focus_weakest` (v3_weak_needs,
-adopted, with each environment asked for one weak skill in turn), decided against v3_weak_needs; `v2_greedy` (at
+adopted, with each environment asked for one weak skill in turn), decided against v3_weak_needs, and
+`v3_focus_lagging` and `v3_focus_levers` (llm.weak_levers on top), decided against v3_focus_weakest; `v2_greedy` (at
 temperature 0), the ablations `v2_no_targets`, `v2_no_needs`, `v2_json_history` and `v2_with_defaults`, `v2_analysis_once` (the later replies of a design read the first one's analysis instead of
 writing their own: fewer tokens a call), `v2_no_advice` (no repair turn for a valid but wasteful environment: fewer
 replies a call), and `v1` (the designer of the first study). The
@@ -287,6 +288,10 @@ VARIANTS: dict[str, Variant] = {
                                                  "round only the weakest quarter's skills that lag far behind the "
                                                  "rest: success at most half the median's (llm.focus: lagging)", 0.7,
                                 V3_DISTINCT + (("weak_needs", True), ("focus", "lagging"))),
+    "v3_focus_levers": Variant(current, "none", "v3_focus_weakest (the default) with the settings that make each "
+                                                "weak achievement easier (llm.weak_levers), the lever v3_weak_levers "
+                                                "added to v3_weak_needs", 0.7,
+                               V3_DISTINCT + (("weak_needs", True), ("focus", "weakest"), ("weak_levers", True))),
     "v2_all_at_once": Variant(current, "all", "v2 asking for all environments in one reply", 0.7,
                               (("envs_per_reply", None),)),
     "v2_one_per_reply": Variant(current, "all", "v2 with one environment per reply (the default since it was "
@@ -576,8 +581,10 @@ IDEAS = (  # (idea, the variant that tests it, "ablation" | "adoption")
 REFERENCE_45 = "v3_distinct"
 IDEAS_45 = (("weak_needs", "v3_weak_needs"), ("weak_needs + weak_levers", "v3_weak_levers"),
             ("unserved: targets_first", "v3_targets_where_missing"), ("weak_needs + focus: weakest", "v3_focus_weakest"),
-            ("weak_needs + focus: lagging", "v3_focus_lagging"))
-IDEA_REFERENCE = {"v3_focus_weakest": "v3_weak_needs", "v3_focus_lagging": "v3_focus_weakest"}
+            ("weak_needs + focus: lagging", "v3_focus_lagging"),
+            ("weak_needs + focus: weakest + weak_levers", "v3_focus_levers"))
+IDEA_REFERENCE = {"v3_focus_weakest": "v3_weak_needs", "v3_focus_lagging": "v3_focus_weakest",
+                  "v3_focus_levers": "v3_focus_weakest"}
 
 
 def idea_pairs(scored: list[dict]) -> list[dict]:

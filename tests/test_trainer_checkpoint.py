@@ -3,7 +3,6 @@ run directories still read."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import threading
 
@@ -157,33 +156,3 @@ def test_a_flat_level_replay_checkpoint_restores_into_a_replay_state(tmp_path):
     save_checkpoint(tmp_path / "today", state)  # today's layout restores as saved
     assert_trees_equal(trainer.restore(tmp_path / "today", bank, REPLAY), state)
 
-
-def test_a_fixed_row_checkpoint_restores_into_the_one_row_sampled_layout(tmp_path):
-    """plr, sfl and envgen_sfl once ran their original-game phases on fixed rows; those phases now draw their one
-    row from a one-hot sampler (one program for every phase), and a checkpoint from such a phase still resumes."""
-    from envgen_jax.envs.vector import RowSampler, SampledVecState
-    from envgen_jax.schema import ConfigError
-    from envgen_jax.trainer.level_sampler import LevelSampler
-    from envgen_jax.trainer.replay import Replay
-    bank = probes.make_bank([1.0, 0.5], shifts=[1, 2])
-    fixed = np.zeros(CFG.num_envs, np.int32)
-    for level_sampler, layout in ((None, RowSampler.one_row(fixed, 2, CFG.num_seeds)),
-                                  (LevelSampler(capacity=2, min_fill=0.5), Replay.held([1.0, 0.0]))):
-        trainer = make_trainer(probes.BanditEnv(), CFG, level_sampler=level_sampler)
-        state, _ = trainer.train_chunk(trainer.init(bank, fixed), bank, fixed, num_updates=2)
-        save_checkpoint(tmp_path / f"fixed{level_sampler is None}", state)
-        restored = trainer.restore(tmp_path / f"fixed{level_sampler is None}", bank, layout)
-        env = trainer.agent_state(restored).env_state
-        assert isinstance(env, SampledVecState) and (np.asarray(env.row) == 0).all()
-        assert env.row.shape == env.spare_row.shape == (CFG.num_seeds, CFG.num_envs)
-        # everything else as saved: the worlds, the spares, the agent, the sampler's state
-        assert_trees_equal(restored.replace(**{"agent" if level_sampler else "env_state": None}),
-                           state.replace(**{"agent" if level_sampler else "env_state": None}))
-        saved_env = trainer.agent_state(state).env_state
-        assert_trees_equal([getattr(env, f.name) for f in dataclasses.fields(saved_env)],
-                           [getattr(saved_env, f.name) for f in dataclasses.fields(saved_env)])
-        assert_trees_equal(trainer.agent_state(restored).replace(env_state=None),
-                           trainer.agent_state(state).replace(env_state=None))
-        restored, _ = trainer.train_chunk(restored, bank, layout, num_updates=1)  # and trains on
-    with pytest.raises(ConfigError, match="ran fixed rows, and this phase draws its rows from several"):
-        trainer.restore(tmp_path / "fixedFalse", bank, Replay.held([0.5, 0.5]))

@@ -161,12 +161,16 @@ def test_trainer_with_sampled_rows_follows_probs_without_retrace():
     assert trainer.trace_counts["train_chunk"] == 1
 
 
-def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it():
+def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
     """The original-game phases of plr, sfl and envgen_sfl draw their one row (`RowSampler.one_row`; plr's sampler
     held, `Replay.held`), to share the chunk of their sampled phases: the same episodes, updates and statistics as
     fixed rows on that row. (In an env whose worlds do not depend on the key: the sampled layout splits the spare
     refresh's key once more to draw rows, so Crafter's refreshed worlds differ.) Held, the sampler's state is
-    left as it is."""
+    left as it is. A checkpoint written on fixed rows (by the code before) restores into the drawn layout, each slot
+    on that row, and trains on."""
+    from envgen_jax.envs.vector import SampledVecState
+    from envgen_jax.schema import ConfigError
+    from envgen_jax.trainer.checkpoint import save_checkpoint
     env, cfg = probes.DiscountEnv(), dataclasses.replace(TINY, num_seeds=2)  # 2-step episodes: many refreshes
     bank = probes.make_bank([[1.0, 0.0], [0.5, 0.0]], shifts=[0, 0])
     fixed = np.zeros(cfg.num_envs, np.int32)
@@ -186,6 +190,23 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it():
             np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-6)
         if level_sampler is not None:
             assert_trees_equal(b.sampler, sampler)
+
+        # trainer/migrations.py, 3: the fixed-row state `a`, saved, restores into the drawn layout
+        path = save_checkpoint(tmp_path / f"fixed_{level_sampler is not None}", a)
+        restored = trainer.restore(path, bank, drawn)
+        env_state, saved = trainer.agent_state(restored).env_state, trainer.agent_state(a).env_state
+        assert isinstance(env_state, SampledVecState) and (np.asarray(env_state.row) == 0).all()
+        assert env_state.row.shape == env_state.spare_row.shape == (cfg.num_seeds, cfg.num_envs)
+        assert_trees_equal([getattr(env_state, f.name) for f in dataclasses.fields(saved)],
+                           [getattr(saved, f.name) for f in dataclasses.fields(saved)])
+        assert_trees_equal(jax.device_get(trainer.agent_state(restored).replace(env_state=None)),
+                           jax.device_get(trainer.agent_state(a).replace(env_state=None)))
+        if level_sampler is not None:
+            assert_trees_equal(restored.sampler, a.sampler)
+        trainer.train_chunk(restored, bank, drawn, num_updates=1)  # and trains on, in the drawn layout's program
+        with pytest.raises(ConfigError, match="ran fixed rows, and this phase draws its rows from several"):
+            trainer.restore(path, bank, RowSampler(jnp.full((cfg.num_seeds, 2), 0.5)) if level_sampler is None
+                            else Replay.held([0.5, 0.5]))
 
 
 @pytest.fixture(scope="module")
