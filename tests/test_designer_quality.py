@@ -213,12 +213,12 @@ def test_v3_is_the_designer_the_bundled_configs_run():
     fields = ("targets", "needs", "history", "only_changes", "analysis", "conversation", "envs_per_reply", "advice",
               "repair_temperature", "temperature", "max_repairs", "max_tokens")
     v3 = dq.VARIANTS["v3"].settings(dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"])))
-    now = dq.VARIANTS["v3_focus_weakest"].settings(dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"])))
+    now = dq.VARIANTS["v3_focus_levers"].settings(dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"])))
     for name in ("crafter_envgen.yaml", "heist_envgen.yaml"):
         bundled = load_run_config(ROOT / "configs" / name).llm
         assert {f: getattr(v3, f) for f in fields} == {f: getattr(bundled, f) for f in fields}, name
-        # since issue 45 the bundled designer has the guard, the weakest skills' needs and one weak skill per
-        # environment (each adopted by its rule): v3_focus_weakest
+        # since issue 45 the bundled designer has the guard, the weakest skills' needs, one weak skill per
+        # environment and the settings that make each easier (each adopted by its rule): v3_focus_levers
         issue_45 = (*fields, "distinct", "weak_needs", "weak_levers", "unserved", "focus")
         assert {f: getattr(now, f) for f in issue_45} == {f: getattr(bundled, f) for f in issue_45}, name
     flipped = dq.VARIANTS["v3"].settings(LLMSettings(targets=True, advice="all", history="summary"))
@@ -350,5 +350,6 @@ def test_issue_45_variants_are_v3_distinct_plus_one_setting():
     for variant, change in (("v3_weak_needs", {"weak_needs": True}),
                             ("v3_weak_levers", {"weak_needs": True, "weak_levers": True}),
                             ("v3_targets_where_missing", {"unserved": "targets_first"}),
-                            ("v3_focus_weakest", {"weak_needs": True, "focus": "weakest"})):
+                            ("v3_focus_weakest", {"weak_needs": True, "focus": "weakest"}),
+                            ("v3_focus_levers", {"weak_needs": True, "focus": "weakest", "weak_levers": True})):
         assert dq.VARIANTS[variant].settings(base) == dataclasses.replace(guarded, **change), variant

@@ -172,9 +172,9 @@ class EnvGenRun:
         return ts
 
     def _compile_ahead(self, ts, bank, rows) -> None:
-        """Compile the chunk (for the layout the state was made with, the next phase's, which the others share
-        unless a method samples rows) and the evaluation in threads while the first design step runs. One device
-        only: a sharded state's programs compile on first use."""
+        """Compile the chunk (for the layout the state was made with, the next phase's, which every other phase
+        shares) and the evaluation in threads while the first design step runs. One device only: a sharded state's
+        programs compile on first use."""
         self.trainer.precompile_chunk(ts, bank, rows, num_updates=self.cfg.schedule.updates_per_chunk)
         self.evaluator.precompile(self.trainer.agent_state(ts).params, *self._eval_layout(), self.cfg.seed,
                                   self.cfg.eval.mode)
