@@ -30,4 +30,6 @@ $Q --variants v3_focus_lagging
 $Q --variants v3_focus_levers
 $PY benchmarks/designer_chain.py --seeds 0,1 --resume --config configs/crafter_envgen.yaml \
   --out $R/designer_chain_focus.json
+$PY benchmarks/designer_chain.py --seeds 0,1 --resume --config configs/crafter_envgen.yaml \
+  --out $R/designer_chain_levers.json   # the default with weak_levers (adopted after v3_focus_levers)
 $PY benchmarks/designer_quality.py --report
