@@ -155,4 +155,3 @@ def test_a_flat_level_replay_checkpoint_restores_into_a_replay_state(tmp_path):
     assert_trees_equal(restored, state)
     save_checkpoint(tmp_path / "today", state)  # today's layout restores as saved
     assert_trees_equal(trainer.restore(tmp_path / "today", bank, REPLAY), state)
-

@@ -121,7 +121,7 @@ class LearnabilitySelection(Method):
     def bank_and_rows(self, where):
         if where != self.WHERE:  # the original game's phases: rows drawn too (one program for every phase)
             bank, rows = super().bank_and_rows(where)
-            sampled = RowSampler.one_row(rows, self.run.cfg.bank_rows, self.run.cfg.num_agents)
+            sampled = RowSampler.one_row(rows, bank.num_rows, self.run.cfg.num_agents)
             return bank, rows if sampled is None else sampled
         return self.learning_bank(), RowSampler(jax.device_put(np.asarray(self.weights(), np.float32)))
 

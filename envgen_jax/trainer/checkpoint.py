@@ -105,11 +105,6 @@ def saved_tree(path: str | os.PathLike) -> dict:
     return meta.item_metadata.tree if hasattr(meta, "item_metadata") else meta
 
 
-def saved_fields(path: str | os.PathLike) -> set[str]:
-    """The top-level fields of the TrainState saved at `path`."""
-    return set(saved_tree(path).keys())
-
-
 def load_metadata(path: str | os.PathLike) -> dict:
     path = Path(path).absolute()
     if _is_legacy(path):

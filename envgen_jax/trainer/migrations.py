@@ -22,7 +22,7 @@ import numpy as np
 
 from envgen_jax.envs.vector import RowSampler, SampledVecState, VecState
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.checkpoint import restore_checkpoint, saved_fields, saved_tree
+from envgen_jax.trainer.checkpoint import restore_checkpoint, saved_tree
 from envgen_jax.trainer.ppo import TrainState
 from envgen_jax.trainer.replay import ReplayState
 
@@ -34,9 +34,10 @@ def restore_state(trainer, path, like, rows=None):
     """The state saved at `path` as `like` (abstract, made for the layout `rows`) has it: a TrainState, or a
     ReplayState for a trainer with a level sampler."""
     agent_like = trainer.agent_state(like)
-    if isinstance(agent_like.env_state, SampledVecState) and not _saved_sampled(saved_tree(path)):
+    tree = saved_tree(path)  # read once: the metadata of what was saved
+    if isinstance(agent_like.env_state, SampledVecState) and not _saved_sampled(tree):
         return _sampled_from_fixed(trainer, path, like, rows)
-    saved = saved_fields(path)
+    saved = set(tree)
     replay = isinstance(like, ReplayState)
     missing = [f for f in AGENT_FIELDS if f not in saved and "agent" not in saved]
     if not missing and not (replay and FLAT_SAMPLER in saved and "agent" not in saved):
