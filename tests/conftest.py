@@ -15,6 +15,16 @@ import pytest  # noqa: E402
 from envgen_jax.envs.crafter import CrafterEnv  # noqa: E402
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fresh_tracing_caches():
+    """Every test file traces as a fresh process does. A program's persistent-cache key hashes its lowered module,
+    and that module depends on what the process traced before (JAX's tracing caches decide which helpers, such as
+    `jnp.where`, become shared private functions): the same run traced after other tests' programs missed the
+    entry another worker (or a subprocess) had written for it."""
+    jax.clear_caches()
+    yield
+
+
 @pytest.fixture(scope="session")
 def crafter_env():
     return CrafterEnv()

@@ -37,9 +37,10 @@ def _records(path):
 @pytest.mark.llm
 def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
     _need("smollm2-135m")
-    # advice "none" and one environment a request: what is tested is serving, structured output and the cache, not
-    # SmolLM2's designs (two environments a request ran to its token limit and went back for repair: 3x slower).
-    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, advice="none")
+    # advice "none", distinct off and one environment a request: what is tested is serving, structured output and
+    # the cache, not SmolLM2's designs (two environments a request ran to its token limit and went back for repair:
+    # 3x slower; its feedback reply repeats the first design, and asking again for it took two more turns, 20 s).
+    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, advice="none", distinct=False)
     start = time.monotonic()
     with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
         configs, purposes = designer.generate(1)
@@ -66,7 +67,7 @@ def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
 def test_prompt_cache_can_be_switched_off(tmp_path):
     _need("smollm2-135m")
     settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, prompt_cache=False, max_repairs=1,
-                           advice="none")
+                           advice="none", distinct=False)
     with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
         success = {a: 50.0 for a in designer.spec.achievements}
         for ask in (lambda: designer.generate(1), lambda: designer.feedback(success, 1)):
