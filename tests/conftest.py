@@ -15,14 +15,18 @@ import pytest  # noqa: E402
 from envgen_jax.envs.crafter import CrafterEnv  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fresh_tracing_caches():
-    """Every test file traces as a fresh process does. A program's persistent-cache key hashes its lowered module,
-    and that module depends on what the process traced before (JAX's tracing caches decide which helpers, such as
-    `jnp.where`, become shared private functions): the same run traced after other tests' programs missed the
-    entry another worker (or a subprocess) had written for it."""
-    jax.clear_caches()
-    yield
+_traced_module = [None]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Every test file traces as a fresh process does (before any of its fixtures, session-scoped ones included). A
+    program's persistent-cache key hashes its lowered module, and that module depends on what the process traced
+    before (JAX's tracing caches decide which helpers, such as `jnp.where`, become shared private functions): the
+    same run traced after other tests' programs missed the entry another worker (or a subprocess) had written."""
+    if item.module is not _traced_module[0]:
+        _traced_module[0] = item.module
+        jax.clear_caches()
 
 
 @pytest.fixture(scope="session")

@@ -66,10 +66,10 @@ def conv_runs(pixel_env):
         cfg = PPOConfig(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
                         conv_channels=(8, 8), num_seeds=2, seed_axis=how)
         trainer = make_trainer(pixel_env, cfg)
-        ts = trainer.init(bank, rows)
+        ts = trainer.init(bank, rows, episodes=False)  # blank slots, filled by the chunk's reset: no world in the init
         program = trainer._chunk_jit.lower(*_chunk_arguments(ts, bank, rows), num_updates=2).as_text()
         before = jax.device_get(ts.params)
-        ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2)
+        ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2, reset=True)
         assert np.asarray(ts.obs).dtype == np.uint8  # rollouts carry bytes, not floats
         out[how] = program, before, jax.device_get(ts.params), to_host(metrics)
     return out
@@ -119,9 +119,9 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
     trainer = make_trainer(pixel_env, tiny)
     bank = make_params([CrafterConfig.original()])
     rows = jnp.zeros(2, jnp.int32)
-    ts = trainer.init(bank, rows)
+    ts = trainer.init(bank, rows, episodes=False)
     before = jax.tree.leaves(jax.device_get(ts.params))
-    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=1)
+    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=1, reset=True)
     losses = to_host(metrics).losses
     assert all(np.isfinite(np.asarray(v)).all() for v in vars(losses).values())
     assert any(not np.allclose(a, b) for a, b in zip(before, jax.tree.leaves(jax.device_get(ts.params))))

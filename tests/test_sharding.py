@@ -29,8 +29,9 @@ SCRIPT = textwrap.dedent("""
     out = {}
     for name, devices in [("one", jax.devices()[:1]), ("two", jax.devices())]:
         trainer = make_trainer(CrafterEnv(), cfg)
-        ts = shard_train_state(trainer.init(bank, rows), envs, device_mesh(devices))
-        ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2)
+        # blank env slots, filled by the sharded chunk's own reset (the init program makes no world)
+        ts = shard_train_state(trainer.init(bank, rows, episodes=False), envs, device_mesh(devices))
+        ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2, reset=True)
         out[name] = {"params": [np.asarray(x).tolist() for x in jax.tree.leaves(ts.params)][:2],
                      "episodes": np.asarray(metrics.rows.episodes).tolist(),
                      "devices": len(jax.tree.leaves(ts.obs)[0].sharding.device_set)}
