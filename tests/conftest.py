@@ -24,8 +24,9 @@ def pytest_runtest_setup(item):
     program's persistent-cache key hashes its lowered module, and that module depends on what the process traced
     before (JAX's tracing caches decide which helpers, such as `jnp.where`, become shared private functions): the
     same run traced after other tests' programs missed the entry another worker (or a subprocess) had written."""
-    if item.module is not _traced_module[0]:
-        _traced_module[0] = item.module
+    module = getattr(item, "module", None)
+    if module is not _traced_module[0]:
+        _traced_module[0] = module
         jax.clear_caches()
 
 
