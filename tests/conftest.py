@@ -71,7 +71,8 @@ def tree_equal(a, b) -> bool:
 
 # ------------------------------------------------------------------------------------------------ compile log
 # ENVGEN_COMPILE_LOG=path.json: per test, the seconds XLA spent compiling, each program with its seconds (and
-# persistent-cache hits), to find the tests whose programs no other test shares. Off by default; with pytest-xdist each worker writes path.<worker>.json.
+# persistent-cache hits), to find the tests whose programs no other test shares. Off by default; with pytest-xdist
+# each worker writes path.<worker>.json.
 _COMPILE_LOG = os.environ.get("ENVGEN_COMPILE_LOG")
 if _COMPILE_LOG:
     import json
@@ -88,8 +89,9 @@ if _COMPILE_LOG:
             message = record.getMessage()
             found = _pattern.search(message)
             if found:
-                entry["seconds"] += float(found.group(2))
-                entry["programs"].append([found.group(1), round(float(found.group(2)), 2)])
+                seconds = float(found.group(2))
+                entry["seconds"] += seconds
+                entry["programs"].append([found.group(1), round(seconds, 2)])
             elif "cache hit" in message.lower():
                 entry["cache_hits"] += 1
 
