@@ -7,6 +7,12 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # tests compile the same trainer again in each new process).
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".cache", "jax"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+# LLVM at -O1 rather than XLA's -O3: the suite's Crafter programs compile about 30% faster and run as fast (the tiny
+# PPO chunk on one idle core: 12.5-13.7 s against 17.5-18.3 s to compile, 47-60 against 55-67 ms a chunk), with the
+# same results (the golden runs pass). Set before JAX starts; subprocesses inherit it. A level already in XLA_FLAGS
+# is kept.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=1").strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -49,7 +49,8 @@ def test_layout_rules():
 
 @pytest.mark.parametrize("seeds", [2, 1])  # 2 seeds: split by seed; 1 seed: split by env slot
 def test_two_forced_devices_match_one(seeds):
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",  # the suite's flags (conftest) and two host devices
+           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()}
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(seeds)], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
