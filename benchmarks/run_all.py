@@ -414,6 +414,7 @@ def e2e_rows(args, log):
     runs_dir = Path(tempfile.mkdtemp(prefix="bench_e2e_", dir=runs_root))
     try:
         for seeds in args.seeds:
+            jax.clear_caches()  # each row traces as a lone run does (see main)
             try:
                 yield e2e_row(args, seeds, runs_dir, log)
             except Exception as e:
@@ -641,6 +642,10 @@ def main(argv=None) -> dict:
         f"{args.out_dir} (tag {tag})" + (f"\nNOTE: {note}" if note else ""))
     written = {}
     for part in args.parts:
+        # Each part traces as a fresh process does: a program's persistent-cache key hashes its lowered module, which
+        # depends on what the process traced before, so a part run after others would miss the entries of the same
+        # part run alone (docs/devices.md).
+        jax.clear_caches()
         header, rows, aims, table, plot, key = PART_FUNCS[part]
         start = time.perf_counter()
         path = result_path(part, args.out_dir, tag)
