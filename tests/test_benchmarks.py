@@ -1,15 +1,20 @@
 """The benchmark machinery, on CPU at tiny sizes, with no timing thresholds: `benchmarks/run_all.py --cpu-tiny`
-writes one well-formed JSON (and a PNG) per part, rows merge across invocations, and the paper-reproduction table
-builder writes well-formed JSON and markdown. Everything goes to tmp dirs, never to benchmarks/results/."""
+writes one well-formed JSON (and a PNG) per part, rows merge across invocations and survive a kill, and the
+paper-reproduction table builder writes well-formed JSON and markdown. Everything goes to tmp dirs, never to
+benchmarks/results/."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from envgen_jax.run.compile_record import PHASES
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -104,6 +109,41 @@ def test_run_all_e2e_part(run_all_tiny):
     assert row["score"] is None or 0 <= row["score"] <= 100
     assert "== e2e" in stdout and "wall / 1-seed wall" in stdout
     assert not (out / "runs").exists() or not any((out / "runs").iterdir())  # run dirs cleaned up
+
+
+@pytest.mark.slow
+def test_a_killed_e2e_benchmark_keeps_its_rows(tmp_path):
+    """Rows are saved as measured, and a row being measured is saved after each section with its time so far: a
+    kill -9 in the second seed count's run leaves the first row whole and the second as `unfinished`. (After the
+    tiny run above, in this worker: each e2e row traces as a lone run does, so the first row loads its programs
+    from the suite's cache.)"""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "OMP_WAIT_POLICY": "PASSIVE",
+           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()}
+    proc = subprocess.Popen([sys.executable, "benchmarks/run_all.py", "--cpu-tiny", "--parts", "e2e", "--seeds",
+                             "1,2", "--out-dir", str(tmp_path), "--runs-dir", str(tmp_path / "runs")],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path = tmp_path / "e2e_cpu.json"
+
+    def rows():
+        try:
+            return {r["seeds"]: r for r in json.loads(path.read_text())["rows"]}
+        except (OSError, ValueError):  # not written yet (a partial file is never seen: writes are atomic)
+            return {}
+
+    deadline = time.monotonic() + 900
+    try:
+        while not (2 in rows() and rows()[2].get("phase_s_so_far", {}).get("train")):
+            assert proc.poll() is None, "run_all ended before the kill point"
+            assert time.monotonic() < deadline, "timed out waiting for the kill point"
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    saved = rows()
+    assert "error" not in saved[1] and saved[1]["wall_s"] > 0
+    assert set(saved[1]["phases"]) == set(PHASES) and saved[1]["programs"]["compiled"] >= 0
+    assert saved[2]["unfinished"] is True and "unfinished" in saved[2]["error"]
+    assert saved[2]["wall_s_so_far"] > 0 and saved[2]["phase_s_so_far"]["train"] > 0
 
 
 def test_training_row_keeps_what_a_time_limit_cut_off(monkeypatch):

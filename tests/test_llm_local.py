@@ -66,17 +66,17 @@ def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
 @pytest.mark.llm
 def test_prompt_cache_can_be_switched_off(tmp_path):
     _need("smollm2-135m")
-    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, prompt_cache=False, max_repairs=1,
+    # 40 tokens cut the reply short of a design, so the designer asks once more (a repair turn) with the whole first
+    # exchange as its prompt's prefix: two exchanges in 15 s, where a design and a feedback reply took 33 s.
+    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=40, prompt_cache=False, max_repairs=1,
                            advice="none", distinct=False)
     with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
-        success = {a: 50.0 for a in designer.spec.achievements}
-        for ask in (lambda: designer.generate(1), lambda: designer.feedback(success, 1)):
-            try:
-                ask()
-            except DesignError:  # SmolLM2 may loop to the token limit; the cache flag is what is tested
-                pass
+        try:
+            designer.generate(1)
+        except DesignError:  # the expected end of a cut-short design; the cache flag is what is tested
+            pass
     exchanges = [r for r in _records(tmp_path / "t.jsonl") if r["event"] == "exchange"]
-    # Every exchange after the first starts with the earlier ones: with the cache off none of that prefix is reused.
+    # The exchange after the first starts with it: with the cache off none of that prefix is reused.
     assert len(exchanges) >= 2 and all(r["usage"]["timings"]["cache_n"] == 0 for r in exchanges[1:])
 
 
