@@ -1,8 +1,8 @@
 """XLA's LLVM optimisation level against compile time and speed: the tiny golden run's training chunk (tests/golden.py,
 the ppo case, 4 updates a chunk) lowered once, then compiled with each variant's compiler options in one process,
 round-robin over `--rounds` rounds (so drift on the machine hits every variant alike), each compiled program timed
-over 3 calls after 2 warm-ups. Measured to choose the test suite's flags (tests/conftest.py: level 1 without LLVM's
-expensive passes; docs/benchmarks.md). Saves benchmarks/results/compile_levels_cpu.json, with each variant's median
+over 3 calls after 2 warm-ups. Measured to choose the test suite's flags (tests/conftest.py: level 1;
+docs/benchmarks.md). Saves benchmarks/results/compile_levels_cpu.json, with each variant's median
 compile time and chunk time as ratios to XLA's default.
 
     JAX_PLATFORMS=cpu python benchmarks/compile_levels.py
@@ -34,8 +34,8 @@ VARIANTS = {  # name -> compiler options (DebugOptions fields)
     "default": {},
     "O3": {LEVEL: 3},
     "O2": {LEVEL: 2},
-    "O1": {LEVEL: 1},
-    "O1 cheap": {LEVEL: 1, CHEAP: True},  # the test suite's
+    "O1": {LEVEL: 1},  # the test suite's
+    "O1 cheap": {LEVEL: 1, CHEAP: True},
     "O0": {LEVEL: 0},
     "O0 cheap": {LEVEL: 0, CHEAP: True},  # the benchmark and compile tests' subprocesses
 }
@@ -58,6 +58,7 @@ def main(argv=None) -> dict:
     measured = {name: {"compile_s": [], "chunk_ms": []} for name in VARIANTS}
     for round_ in range(args.rounds):
         for name, options in VARIANTS.items():
+            jax.clear_caches()  # else a round after the first gets the in-memory executable of the one before
             start = time.perf_counter()
             compiled = lowered.compile(options)
             compile_s = time.perf_counter() - start

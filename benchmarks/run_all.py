@@ -643,8 +643,8 @@ def main(argv=None) -> dict:
     written = {}
     for part in args.parts:
         # Each part traces as a fresh process does: a program's persistent-cache key hashes its lowered module, which
-        # depends on what the process traced before, so a part run after others would miss the entries of the same
-        # part run alone (docs/devices.md).
+        # can depend on what the process traced before (docs/devices.md), so a part keeps the keys of the same part
+        # run alone.
         jax.clear_caches()
         header, rows, aims, table, plot, key = PART_FUNCS[part]
         start = time.perf_counter()
