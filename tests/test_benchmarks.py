@@ -387,6 +387,31 @@ def test_two_studies_side_by_side_read_from_their_json(tmp_path):
         compare_studies.main([str(tmp_path / "a"), str(tmp_path / "missing")])
 
 
+def test_dirty_means_the_measured_code_differs_from_the_commit(tmp_path, monkeypatch):
+    """A change to code, a benchmark or a config is dirty; a change to a saved result or a doc is not. (Until
+    2026-11-27 git was asked from inside envgen_jax/, where these paths name nothing: every result said clean.)"""
+    from envgen_jax.run.provenance import REPO, git_commit
+    assert (REPO / "pyproject.toml").is_file() and (REPO / "benchmarks").is_dir()  # git_commit()'s default
+    monkeypatch.delenv("BENCH_COMMIT", raising=False)
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    files = ["envgen_jax/a.py", "benchmarks/b.py", "benchmarks/results/r.json", "configs/c.yaml", "docs/d.md"]
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("0\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "x")
+    assert git_commit(tmp_path)["dirty"] is False
+    for name, dirty in zip(files, [True, True, False, True, False]):
+        (tmp_path / name).write_text("1\n")
+        assert git_commit(tmp_path)["dirty"] is dirty, name
+        git("checkout", "--", name)
+
+
 def test_bench_commit_names_a_copied_tree_even_where_git_answers(monkeypatch):
     """Where git answers with another commit (a device machine's copy once did), the commit the session script was
     given wins."""

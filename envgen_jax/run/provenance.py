@@ -12,9 +12,10 @@ from pathlib import Path
 import jax
 
 ROOT = Path(__file__).resolve().parent.parent
+REPO = ROOT.parent  # the checkout: envgen_jax/, benchmarks/, configs/
 
 
-def git_commit() -> dict:
+def git_commit(repo: Path = REPO) -> dict:
     """{'commit': HEAD, 'dirty': uncommitted changes to tracked files, 'commit_source'}. BENCH_COMMIT /
     BENCH_DIRTY=1 in the environment, where set, say what a copied tree is and win over git: git on a device
     machine's copy answered with an older commit once (the first H200 session's, its parent)."""
@@ -23,13 +24,14 @@ def git_commit() -> dict:
                 "commit_source": "BENCH_COMMIT"}
     head, dirty = "", False
     try:
-        proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+        proc = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=repo)
         if proc.returncode == 0:
             head = proc.stdout.strip()
-            # Dirty means the measured code differs from the commit: docs and saved results do not count.
+            # Dirty means the measured code differs from the commit: docs and saved results do not count. (Run
+            # from the checkout's root: these paths are relative to it.)
             dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "envgen_jax",
                                          "benchmarks", "configs", "pyproject.toml", ":(exclude)benchmarks/results"],
-                                        capture_output=True, text=True, cwd=ROOT).stdout.strip())
+                                        capture_output=True, text=True, cwd=repo).stdout.strip())
     except OSError:
         pass
     if head:
