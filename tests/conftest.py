@@ -54,8 +54,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(session, config, items):
     """The slowest files first, each file's tests in their own order."""
-    seconds = lambda item: FILE_SECONDS.get(item.path.stem, 0)  # noqa: E731
-    items.sort(key=lambda item: -seconds(item))
+    items.sort(key=lambda item: -FILE_SECONDS.get(item.path.stem, 0))
 
 
 @pytest.fixture(scope="session")

@@ -15,25 +15,27 @@ import numpy as np
 import pytest
 
 from envgen_jax.run.compile_record import PHASES
+from tests.fast_compile import xla_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# One subprocess runs all three parts (so they share it, and XLA flags can be set for it): LLVM at -O0 halves the
-# compile time of these tiny programs, which is all this test spends time on. conftest's persistent compilation
-# cache is inherited, so a second run of the suite compiles nothing.
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 TINY_NOMINAL_STEPS = 2 * (256 + 256) + 512  # run_all.TINY_E2E: 2 cycles x (LLM + original) + final, per seed
+
+
+def _run_all_env() -> dict:
+    """`run_all.py`'s environment: CPU, the fast-compile flags (compiling is all these tiny runs spend time on), and
+    conftest's persistent compilation cache, inherited, so a second run of the suite compiles nothing."""
+    return {**os.environ, "JAX_PLATFORMS": "cpu", "OMP_WAIT_POLICY": "PASSIVE", "XLA_FLAGS": xla_flags()}
 
 
 @pytest.fixture(scope="module")
 def run_all_tiny(tmp_path_factory):
+    """One subprocess runs all three parts (so they share it)."""
     out = tmp_path_factory.mktemp("bench_results")
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "OMP_WAIT_POLICY": "PASSIVE",
-           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()}
     proc = subprocess.run([sys.executable, "benchmarks/run_all.py", "--cpu-tiny", "--envs", "8", "--seeds", "1",
                            "--out-dir", str(out), "--runs-dir", str(out / "runs")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+                          cwd=ROOT, env=_run_all_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + "\n" + proc.stderr[-4000:]
     return out, proc.stdout
 
@@ -117,11 +119,9 @@ def test_a_killed_e2e_benchmark_keeps_its_rows(run_all_tiny, tmp_path):
     kill -9 in the second seed count's run leaves the first row whole and the second as `unfinished`. The tiny run
     above (its e2e part after its other parts) wrote this run's first-row programs to the suite's cache, so that
     row loads its chunk and evaluation from there."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "OMP_WAIT_POLICY": "PASSIVE",
-           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()}
     proc = subprocess.Popen([sys.executable, "benchmarks/run_all.py", "--cpu-tiny", "--parts", "e2e", "--seeds",
                              "1,2", "--out-dir", str(tmp_path), "--runs-dir", str(tmp_path / "runs")],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, env=_run_all_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     path = tmp_path / "e2e_cpu.json"
 
     def rows():

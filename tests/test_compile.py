@@ -16,11 +16,9 @@ from envgen_jax.run.compile_cache import ENV_SWITCH, configure_compile_cache, de
 from envgen_jax.run.compile_record import PHASES, PhaseTimer
 from envgen_jax.schema import ConfigError
 from tests import golden
+from tests.fast_compile import xla_flags
 
 ROOT = Path(__file__).resolve().parent.parent
-# LLVM at -O0 halves these tiny programs' compile time (as in test_benchmarks.py); the same flags in every run
-# below, since they are part of the cache key.
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
 
 @pytest.fixture
@@ -92,7 +90,7 @@ def _env(cache_home: Path) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", ENV_SWITCH)}
     env.update({"JAX_PLATFORMS": "cpu", "XDG_CACHE_HOME": str(cache_home), "OMP_WAIT_POLICY": "PASSIVE",
-                "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()})
+                "XLA_FLAGS": xla_flags()})
     return env
 
 

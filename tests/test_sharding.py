@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from envgen_jax.trainer.sharding import layout
+from tests.fast_compile import xla_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,10 +50,8 @@ def test_layout_rules():
 
 @pytest.mark.parametrize("seeds", [2, 1])  # 2 seeds: split by seed; 1 seed: split by env slot
 def test_two_forced_devices_match_one(seeds):
-    # Two host devices; LLVM at -O0 (as in test_benchmarks.py): these tiny programs are compiled, not timed.
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": (
-        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
-        " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true").strip()}
+    # Two host devices, and the fast-compile flags: these tiny programs are compiled, not timed.
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags("--xla_force_host_platform_device_count=2")}
     result = subprocess.run([sys.executable, "-c", SCRIPT, str(seeds)], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
