@@ -16,6 +16,12 @@
 #   training   training throughput at 16384, 1024 and 4096 envs (run_all --parts training)                 <= T_TRAINING
 #   pixel_seeds  the pixel agent's training chunk, 4 seeds vmapped vs one after another (ppo.seed_axis: grouped vs
 #              dense convolutions), side by side (benchmarks/pixel_seed_axis.py)                   <= T_PIXEL_SEEDS
+#   pixel_speed1, pixel_speed4, pixel_speed16  issue 57: where the pixel agent's time goes (benchmarks/pixel_speed.py): 1 seed vmap float32 part
+#              by part (env steps, rollout, learn, chunk, evaluation), then whole updates at 4 and 16 seeds for the
+#              dense seed axis in float32 and bfloat16 (PIXEL_SPEED_4 / PIXEL_SPEED_16: variants), rows saved as
+#              measured, one process per seed count                                        <= T_PIXEL_SPEED each
+#   pixel_xla  the same 1-seed env and chunk under XLA's command buffers for loops (XLA_FLAGS in PIXEL_XLA_FLAGS), a
+#              process of its own, rows labelled 'cmdbuf' in the same pixel_speed.json            <= T_PIXEL_XLA
 #   pixel      issue 42: plain PPO with the paper's pixel agent (configs/crafter_ppo_paper_agent.yaml), cycles=0 so
 #              the first PIXEL_STEPS (1M) steps are the scored phase, PIXEL_SEEDS (4) seeds, vmapped (or one after
 #              another with PIXEL_SEED_AXIS=map: set it from pixel_seeds' result, nothing picks it); the Crafter
@@ -43,7 +49,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
 TINY=0
-STAGES=check,e2e_cold,e2e_warm,training,pixel_seeds,pixel
+STAGES=check,e2e_cold,e2e_warm,training,pixel_seeds,pixel_speed1,pixel_speed4,pixel_speed16,pixel_xla,pixel
 BUDGET=${BUDGET:-}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -60,7 +66,10 @@ RESULTS=${RESULTS:-runs/gpu_session/results}
 OUT=${OUT:-runs/gpu_session/out}
 RESERVE=${RESERVE:-20}          # seconds kept back for the summary and the packing
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-rm -rf "$RESULTS" && mkdir -p "$RESULTS" "$OUT"
+# KEEP_RESULTS=1: a second call on the still-warm machine keeps the first's results (PIXEL_RESUME=1 continues its
+# pixel run from its newest checkpoint)
+[ "${KEEP_RESULTS:-0}" = 1 ] || rm -rf "$RESULTS"
+mkdir -p "$RESULTS" "$OUT"
 RESULTS=$(cd "$RESULTS" && pwd) OUT=$(cd "$OUT" && pwd)  # absolute: the packing runs from inside RESULTS
 LOG=$OUT/session.log
 : > "$LOG"
@@ -70,6 +79,8 @@ if [ "$TINY" = 1 ]; then
   T_CHECK=${T_CHECK:-120}; T_E2E_COLD=${T_E2E_COLD:-400}; T_E2E_WARM=${T_E2E_WARM:-300}
   T_TRAINING=${T_TRAINING:-400}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-120}
   T_PIXEL_SEEDS=${T_PIXEL_SEEDS:-400}; SEED_AXIS_ARGS=(--cpu-tiny --seeds 2)
+  T_PIXEL_SPEED=${T_PIXEL_SPEED:-900}; T_PIXEL_XLA=${T_PIXEL_XLA:-300}; SPEED_ARGS=(--cpu-tiny --eval-steps 8)
+  SPEED_SEEDS=(1 2 2); PIXEL_SPEED_4=${PIXEL_SPEED_4:-dense:bfloat16}; PIXEL_SPEED_16=${PIXEL_SPEED_16:-dense:bfloat16}
   E2E_ARGS=(--cpu-tiny --seeds 1); TRAIN_ARGS=(--cpu-tiny --envs 8)
   PIXEL_SEEDS=${PIXEL_SEEDS:-2}; PIXEL_STEPS=${PIXEL_STEPS:-64}
   PIXEL_ARGS=(ppo.num_envs=2 ppo.num_steps=16 ppo.update_epochs=1 ppo.num_minibatches=2 "ppo.conv_channels=[4,8]"
@@ -79,6 +90,10 @@ else
   T_TRAINING=${T_TRAINING:-150}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-45}
   # two compiles (88 s for vmap there) and four calls of one update each (about 7 s each vmapped); map first
   T_PIXEL_SEEDS=${T_PIXEL_SEEDS:-240}; SEED_AXIS_ARGS=(--seeds 4)
+  # about 10 programs of 10-60 s each to compile (the chunk took 57 s on an H200), then a few seconds of timing each
+  T_PIXEL_SPEED=${T_PIXEL_SPEED:-330}; T_PIXEL_XLA=${T_PIXEL_XLA:-120}; SPEED_ARGS=()
+  SPEED_SEEDS=(1 4 16); PIXEL_SPEED_4=${PIXEL_SPEED_4:-dense:float32,dense:bfloat16}
+  PIXEL_SPEED_16=${PIXEL_SPEED_16:-dense:bfloat16}
   E2E_ARGS=(--seeds 16); TRAIN_ARGS=(--envs "${TRAIN_ENVS:-16384,4096,1024}" --repeats "${TRAIN_REPEATS:-3}")
   PIXEL_SEEDS=${PIXEL_SEEDS:-4}; PIXEL_STEPS=${PIXEL_STEPS:-1000000}
   # 7 updates a chunk: 245 updates (1,003,520 steps) in 35 chunks of about 40 s each on an H200 (the first session's
@@ -117,6 +132,7 @@ summarize() {
   for f in "$RESULTS"/training/training_*.json; do [ -f "$f" ] && cp "$f" "$OUT/training.json"; done
   [ -f "$RESULTS/pixel_agent_1m.json" ] && cp "$RESULTS/pixel_agent_1m.json" "$OUT/pixel_agent_1m.json"
   [ -f "$RESULTS/pixel_seed_axis.json" ] && cp "$RESULTS/pixel_seed_axis.json" "$OUT/pixel_seed_axis.json"
+  [ -f "$RESULTS/pixel_speed.json" ] && cp "$RESULTS/pixel_speed.json" "$OUT/pixel_speed.json"
   (cd "$RESULTS" && find . -path ./xdg -prune -o -path '*/checkpoints' -prune -o -type f \
       \( -name '*.json' -o -name '*.jsonl' -o -name '*.png' -o -name '*.md' -o -name '*.yaml' -o -name '*.log' \
          -o -name '*.tsv' \) -print | tar czf "$OUT/.results.tgz.partial" -T - 2>/dev/null) \
@@ -170,16 +186,32 @@ stage training "$T_TRAINING" "$PY" benchmarks/run_all.py --parts training --fres
   "${TRAIN_ARGS[@]}"
 stage pixel_seeds "$T_PIXEL_SEEDS" "$PY" benchmarks/pixel_seed_axis.py --out "$RESULTS/pixel_seed_axis.json" \
   "${SEED_AXIS_ARGS[@]}"
+# one process per seed count, each adding its rows to the same file as it measures them
+stage pixel_speed1 "$T_PIXEL_SPEED" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
+  "${SPEED_ARGS[@]}" --seeds "${SPEED_SEEDS[0]}" --variants vmap:float32 --parts env,rollout,learn,chunk,eval
+stage pixel_speed4 "$T_PIXEL_SPEED" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
+  "${SPEED_ARGS[@]}" --seeds "${SPEED_SEEDS[1]}" --variants "$PIXEL_SPEED_4" --parts env,chunk
+stage pixel_speed16 "$T_PIXEL_SPEED" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
+  "${SPEED_ARGS[@]}" --seeds "${SPEED_SEEDS[2]}" --variants "$PIXEL_SPEED_16" --parts env,chunk
+# Command buffers (CUDA graphs) for while loops and conditionals too: an 8-env rollout's steps are small kernels
+PIXEL_XLA_FLAGS=${PIXEL_XLA_FLAGS:---xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL --xla_gpu_graph_min_graph_size=1}
+stage pixel_xla "$T_PIXEL_XLA" env XLA_FLAGS="$PIXEL_XLA_FLAGS ${XLA_FLAGS:-}" "$PY" benchmarks/pixel_speed.py \
+  --out "$RESULTS/pixel_speed.json" --label cmdbuf "${SPEED_ARGS[@]}" --seeds "${SPEED_SEEDS[0]}" \
+  --variants vmap:float32 --parts env,chunk
 # The pixel run gets what is left, less the time its summary needs (which reads the newest checkpoint of a run
 # cut off by its box).
 PIXEL_LEFT=$(( BUDGET - ($(date +%s) - T0) - RESERVE - T_SUMMARY ))
 case ",$STAGES," in
   *,pixel,*)
     if [ "$PIXEL_LEFT" -ge "$T_PIXEL_MIN" ]; then
-      stage pixel "$PIXEL_LEFT" "$PY" -m envgen_jax.cli train --config configs/crafter_ppo_paper_agent.yaml \
+      if [ "${PIXEL_RESUME:-0}" = 1 ] && [ -d "$RESULTS/pixel_run" ]; then
+        stage pixel "$PIXEL_LEFT" "$PY" -m envgen_jax.cli train --resume "$RESULTS/pixel_run"
+      else
+        stage pixel "$PIXEL_LEFT" "$PY" -m envgen_jax.cli train --config configs/crafter_ppo_paper_agent.yaml \
         --out "$RESULTS/pixel_run" --set seeds="$PIXEL_SEEDS" schedule.cycles=0 schedule.final_steps="$PIXEL_STEPS" \
         output.progress=false output.tensorboard=false output.pictures=false output.checkpoint_minutes=1 \
-        ppo.seed_axis="${PIXEL_SEED_AXIS:-vmap}" "${PIXEL_ARGS[@]}"
+        ppo.seed_axis="${PIXEL_SEED_AXIS:-vmap}" ppo.compute_dtype="${PIXEL_DTYPE:-float32}" "${PIXEL_ARGS[@]}"
+      fi
       STAGES=$STAGES,pixel_summary
       stage pixel_summary "$T_SUMMARY" "$PY" benchmarks/pixel_agent_1m.py "$RESULTS/pixel_run" \
         --out "$RESULTS/pixel_agent_1m.json"

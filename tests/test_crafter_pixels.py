@@ -62,16 +62,17 @@ def conv_runs(pixel_env):
     bank = make_params([CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3)])
     rows = jnp.array([0, 1, 0, 1], jnp.int32)
     out = {}
-    for how in ("vmap", "map"):
+    for how, seeds in (("vmap", None), ("map", None), ("dense", None), ("dense", [1])):
         cfg = PPOConfig(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
                         conv_channels=(8, 8), num_seeds=2, seed_axis=how)
         trainer = make_trainer(pixel_env, cfg)
-        ts = trainer.init(bank, rows, episodes=False)  # blank slots, filled by the chunk's reset: no world in the init
+        # blank slots, filled by the chunk's reset: no world in the init
+        ts = trainer.init(bank, rows, seeds=seeds, episodes=False)
         program = trainer._chunk_jit.lower(*_chunk_arguments(ts, bank, rows), num_updates=2).as_text()
         before = jax.device_get(ts.params)
         ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2, reset=True)
         assert np.asarray(ts.obs).dtype == np.uint8  # rollouts carry bytes, not floats
-        out[how] = program, before, jax.device_get(ts.params), to_host(metrics)
+        out[how if seeds is None else f"{how}_seed1"] = program, before, jax.device_get(ts.params), to_host(metrics)
     return out
 
 
@@ -91,6 +92,23 @@ def test_seeds_one_after_another_train_as_vmapped_with_dense_convolutions(conv_r
         assert a.shape[0] == 2 and np.allclose(a, b, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(vmap_metrics.losses.total_loss, map_metrics.losses.total_loss, rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(vmap_metrics.rows.episodes, map_metrics.rows.episodes)
+
+
+def test_dense_seeds_train_as_vmapped_with_matrix_products_and_seed_i_is_run_i(conv_runs):
+    """ppo.seed_axis='dense': the seeds are vmapped but each 3x3 convolution is patches x kernel, so the program has
+    no grouped convolution (a batched matrix product instead); the agents train as the vmapped ones (up to float
+    summation order), and seed 1 of the two-seed run is the run of seed 1 alone."""
+    (vmapped, _, vmap_params, vmap_metrics), (dense, _, params, metrics) = conv_runs["vmap"], conv_runs["dense"]
+    assert "feature_group_count = 2" in vmapped and "feature_group_count" not in dense
+    assert "convolution" not in dense  # every convolution, gradients included, became a matrix product
+    for a, b in zip(jax.tree.leaves(vmap_params), jax.tree.leaves(params)):
+        assert a.shape[0] == 2 and np.allclose(a, b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(vmap_metrics.losses.total_loss, metrics.losses.total_loss, rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(vmap_metrics.rows.episodes, metrics.rows.episodes)
+    _, _, alone, alone_metrics = conv_runs["dense_seed1"]
+    for a, b in zip(jax.tree.leaves(alone), jax.tree.leaves(params)):
+        assert a.shape[0] == 1 and np.allclose(a[0], b[1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(alone_metrics.losses.total_loss[0], metrics.losses.total_loss[1], rtol=1e-4, atol=1e-6)
 
 
 def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):

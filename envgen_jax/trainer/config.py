@@ -95,10 +95,16 @@ class PPOConfig:
     agent: 1024; 0: none)"""
     num_seeds: int = bounded(1, minimum=1)
     """independent agents vmapped in one compiled run"""
-    seed_axis: Literal["vmap", "map"] = "vmap"
-    """how a training chunk runs its agents: 'vmap' (batched together) or 'map' (one after another in the same
-    program). Vmapped over their parameters, a conv network's convolutions become grouped convolutions, which XLA
-    runs far slower than dense ones (docs/devices.md); 'map' keeps them dense, at the price of a batch per agent"""
+    seed_axis: Literal["vmap", "map", "dense"] = "vmap"
+    """how training and evaluation run the agents: 'vmap' (batched together), 'map' (one after another in the same
+    program) or 'dense' (batched together, each 3x3 convolution computed as its patches times the kernel). Vmapped
+    over their parameters, a conv network's convolutions become grouped convolutions, which XLA runs far slower than
+    dense ones (docs/devices.md); 'map' keeps them dense at the price of a batch per agent; 'dense' makes them
+    batched matrix products (the same parameters; for networks without convolutions it is 'vmap')"""
+    compute_dtype: Literal["float32", "bfloat16"] = "float32"
+    """dtype of the network's activations and matrix products: 'bfloat16' is mixed precision (parameters, optimizer
+    state, normalisation statistics, logits, values and the losses stay float32); off until measured
+    (docs/devices.md)"""
     seed: int = 0
     """first seed; seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()"""
     resets_per_step: int = bounded(0, minimum=0)

@@ -17,6 +17,10 @@ Encoders (`kind`):
   the paper) -> ReLU between the bottleneck and the heads.
 
 `layer_norm` puts a LayerNorm before every hidden activation (the low-sample agents' torsos, low-sample-agents.md).
+`compute_dtype` ("float32" or "bfloat16"): the dtype of activations and matrix products; parameters, normalisation
+statistics, logits and values stay float32 (mixed precision; PPOConfig.compute_dtype). `conv_as_matmul` runs each
+3x3 convolution as its patches times the kernel (one matrix product): vmapped over seeds' parameters that is a
+batched matrix product, where XLA's convolution becomes a grouped one (PPOConfig.seed_axis = "dense").
 Orthogonal init with scale sqrt(2) in the torso, 0.01 on the policy head and 1.0 on the value head.
 
 Memory (`recurrent`: "gru" or "lstm"): a recurrent cell of `memory_size` over the encoder's features (for `mlp`,
@@ -48,8 +52,30 @@ def policy(logits: jax.Array) -> distrax.Categorical:
     return distrax.Categorical(logits=logits)
 
 
-def _dense(features: int, scale: float, name: str | None = None) -> nn.Dense:
-    return nn.Dense(features, kernel_init=orthogonal(scale), bias_init=constant(0.0), name=name)
+def _dense(features: int, scale: float, name: str | None = None, dtype=None) -> nn.Dense:
+    return nn.Dense(features, kernel_init=orthogonal(scale), bias_init=constant(0.0), name=name, dtype=dtype)
+
+
+class Conv(nn.Module):
+    """A 3x3 'SAME' convolution with nn.Conv's parameters (kernel [3, 3, C, F], bias [F]; auto-named Conv_i, so
+    checkpoints are the same). `as_matmul`: computed as patches3x3(x) times the kernel seen as [9C, F] (equal up to
+    float summation order); vmapped over per-seed kernels this is a batched matrix product instead of the grouped
+    convolution XLA makes of a vmapped convolution."""
+
+    features: int
+    as_matmul: bool = False
+    dtype: jnp.dtype | None = None  # computation dtype (None: the input's); parameters stay float32
+
+    @nn.compact
+    def __call__(self, x):
+        kernel = self.param("kernel", orthogonal(np.sqrt(2)), (3, 3, x.shape[-1], self.features))
+        bias = self.param("bias", constant(0.0), (self.features,))
+        x, kernel, bias = nn.dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
+        if self.as_matmul:
+            y = patches3x3(x) @ kernel.reshape((-1, self.features))
+        else:
+            y = jax.lax.conv_general_dilated(x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return y + bias
 
 
 class MLP(nn.Module):
@@ -57,13 +83,14 @@ class MLP(nn.Module):
     depth: int
     activation: str = "tanh"
     layer_norm: bool = False
+    dtype: jnp.dtype | None = None
 
     @nn.compact
     def __call__(self, x):
         act = ACTIVATIONS[self.activation]
         for _ in range(self.depth):
-            x = _dense(self.width, np.sqrt(2))(x)
-            x = act(nn.LayerNorm()(x) if self.layer_norm else x)
+            x = _dense(self.width, np.sqrt(2), dtype=self.dtype)(x)
+            x = act(nn.LayerNorm(dtype=self.dtype)(x) if self.layer_norm else x)
         return x
 
 
@@ -75,9 +102,9 @@ def patches3x3(grid):
     return jnp.concatenate([padded[:, i:i + h, j:j + w] for i in range(3) for j in range(3)], axis=-1)
 
 
-def conv3x3(features: int):
+def conv3x3(features: int, dtype=None):
     """A 3x3 'SAME' convolution over [B, H, W, C] cells as patches + Dense (see MapEncoder)."""
-    dense = _dense(features, np.sqrt(2))
+    dense = _dense(features, np.sqrt(2), dtype=dtype)
     return lambda grid: dense(patches3x3(grid))
 
 
@@ -85,12 +112,13 @@ class MapResidualBlock(nn.Module):
     """x + conv(act(LN(conv(act(LN(x)))))): a pre-activation residual block over the map's cells."""
 
     activation: str = "relu"
+    dtype: jnp.dtype | None = None
 
     @nn.compact
     def __call__(self, grid):
         act = ACTIVATIONS[self.activation]
-        y = conv3x3(grid.shape[-1])(act(nn.LayerNorm()(grid)))
-        y = conv3x3(grid.shape[-1])(act(nn.LayerNorm()(y)))
+        y = conv3x3(grid.shape[-1], self.dtype)(act(nn.LayerNorm(dtype=self.dtype)(grid)))
+        y = conv3x3(grid.shape[-1], self.dtype)(act(nn.LayerNorm(dtype=self.dtype)(y)))
         return grid + y
 
 
@@ -105,6 +133,7 @@ class MapEncoder(nn.Module):
     activation: str = "relu"
     layer_norm: bool = False
     res_blocks: int = 0
+    dtype: jnp.dtype | None = None
 
     @nn.compact
     def __call__(self, x):  # x: [B, D] with D >= prod(map_shape)
@@ -112,22 +141,24 @@ class MapEncoder(nn.Module):
         cells = int(np.prod(self.map_shape))
         grid = x[:, :cells].reshape((-1,) + tuple(self.map_shape))
         for ch in self.channels:
-            grid = _dense(ch, np.sqrt(2))(patches3x3(grid))
-            grid = act(nn.LayerNorm()(grid) if self.layer_norm else grid)
+            grid = _dense(ch, np.sqrt(2), dtype=self.dtype)(patches3x3(grid))
+            grid = act(nn.LayerNorm(dtype=self.dtype)(grid) if self.layer_norm else grid)
         for _ in range(self.res_blocks):
-            grid = MapResidualBlock(self.activation)(grid)
+            grid = MapResidualBlock(self.activation, self.dtype)(grid)
         return jnp.concatenate([grid.reshape((grid.shape[0], -1)), x[:, cells:]], axis=-1)
 
 
 class ResidualBlock(nn.Module):
     channels: int
+    as_matmul: bool = False
+    dtype: jnp.dtype | None = None
 
     @nn.compact
     def __call__(self, x):
         y = nn.relu(x)
-        y = nn.Conv(self.channels, (3, 3), kernel_init=orthogonal(np.sqrt(2)))(y)
+        y = Conv(self.channels, self.as_matmul, self.dtype)(y)
         y = nn.relu(y)
-        y = nn.Conv(self.channels, (3, 3), kernel_init=orthogonal(np.sqrt(2)))(y)
+        y = Conv(self.channels, self.as_matmul, self.dtype)(y)
         return x + y
 
 
@@ -135,13 +166,15 @@ class NormResidualBlock(nn.Module):
     """x + relu(conv(GN(relu(conv(GN(x)))))): the residual block of VPT's ImpalaCNN, as the AD repository uses it."""
 
     channels: int
+    as_matmul: bool = False
+    dtype: jnp.dtype | None = None
 
     @nn.compact
     def __call__(self, x):
         y = x
         for _ in range(2):
-            y = nn.GroupNorm(num_groups=1)(y)
-            y = nn.relu(nn.Conv(self.channels, (3, 3), kernel_init=orthogonal(np.sqrt(2)))(y))
+            y = nn.GroupNorm(num_groups=1, dtype=self.dtype)(y)
+            y = nn.relu(Conv(self.channels, self.as_matmul, self.dtype)(y))
         return x + y
 
 
@@ -149,16 +182,19 @@ class ImpalaEncoder(nn.Module):
     channels: Sequence[int] = (16, 32, 32)
     res_blocks: int = 2
     norm: bool = False  # the paper's variant: GroupNorm after each pool and inside each residual block
+    as_matmul: bool = False
+    dtype: jnp.dtype | None = None
 
     @nn.compact
     def __call__(self, x):
+        block = NormResidualBlock if self.norm else ResidualBlock
         for ch in self.channels:
-            x = nn.Conv(ch, (3, 3), kernel_init=orthogonal(np.sqrt(2)))(x)
+            x = Conv(ch, self.as_matmul, self.dtype)(x)
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
             if self.norm:
-                x = nn.GroupNorm(num_groups=1)(x)
+                x = nn.GroupNorm(num_groups=1, dtype=self.dtype)(x)
             for _ in range(self.res_blocks):
-                x = NormResidualBlock(ch)(x) if self.norm else ResidualBlock(ch)(x)
+                x = block(ch, self.as_matmul, self.dtype)(x)
         x = nn.relu(x)
         return x.reshape(x.shape[:-3] + (-1,))
 
@@ -180,6 +216,8 @@ class ActorCritic(nn.Module):
     head_width: int = 0  # "conv": a LayerNorm -> Dense(head_width) -> ReLU layer before the heads (0: none)
     recurrent: str = "none"  # "none" | "gru" | "lstm"
     memory_size: int = 256
+    compute_dtype: str = "float32"  # activations and matrix products ("bfloat16": mixed precision)
+    conv_as_matmul: bool = False  # "conv": 3x3 convolutions as patches x kernel (dense when vmapped over seeds)
 
     def setup(self):
         if self.kind == "map" and self.map_shape is None:
@@ -188,29 +226,39 @@ class ActorCritic(nn.Module):
             raise ValueError(f"conv network needs [H, W, C] observations, got obs_shape={self.obs_shape}")
         if self.kind not in ("mlp", "map", "conv"):
             raise ValueError(f"unknown network kind {self.kind!r} (mlp | map | conv)")
+        dtype = self._dtype
         if self.kind == "conv":  # attribute names = parameter names, kept from the first release's checkpoints
-            self.ImpalaEncoder_0 = ImpalaEncoder(self.conv_channels, self.res_blocks, self.conv_norm)
-            self.Dense_0 = _dense(self.width, np.sqrt(2))
+            self.ImpalaEncoder_0 = ImpalaEncoder(self.conv_channels, self.res_blocks, self.conv_norm,
+                                                 self.conv_as_matmul, dtype)
+            self.Dense_0 = _dense(self.width, np.sqrt(2), dtype=dtype)
             if self.conv_norm:
-                self.bottleneck_norm = nn.LayerNorm()
+                self.bottleneck_norm = nn.LayerNorm(dtype=dtype)
             if self.head_width:
-                self.head_norm = nn.LayerNorm()
-                self.head_dense = _dense(self.head_width, np.sqrt(2))
+                self.head_norm = nn.LayerNorm(dtype=dtype)
+                self.head_dense = _dense(self.head_width, np.sqrt(2), dtype=dtype)
         elif self.kind == "map":
             self.encoder = MapEncoder(tuple(self.map_shape), tuple(self.map_channels), self.activation,
-                                      self.layer_norm, self.map_res_blocks)
-            self.embed = _dense(self.width, np.sqrt(2))
+                                      self.layer_norm, self.map_res_blocks, dtype)
+            self.embed = _dense(self.width, np.sqrt(2), dtype=dtype)
         elif self.recurrent != "none":
-            self.embed = _dense(self.width, np.sqrt(2))  # the flat observation into the cell's input size
+            self.embed = _dense(self.width, np.sqrt(2), dtype=dtype)  # the flat observation into the cell's input
         if self.kind != "conv" and self.layer_norm and hasattr(self, "embed"):
-            self.embed_norm = nn.LayerNorm()
-        if self.recurrent != "none":
+            self.embed_norm = nn.LayerNorm(dtype=dtype)
+        if self.recurrent != "none":  # the memory stays float32: its state is carried across many steps
             self.cell = RECURRENT_CELLS[self.recurrent](features=self.memory_size)
         if self.kind != "conv":
-            self.actor_torso = MLP(self.width, self.depth, self.activation, self.layer_norm)
-            self.critic_torso = MLP(self.width, self.depth, self.activation, self.layer_norm)
-        self.policy_head = _dense(self.num_actions, 0.01)
-        self.value_head = _dense(1, 1.0)
+            self.actor_torso = MLP(self.width, self.depth, self.activation, self.layer_norm, dtype)
+            self.critic_torso = MLP(self.width, self.depth, self.activation, self.layer_norm, dtype)
+        self.policy_head = _dense(self.num_actions, 0.01, dtype=dtype)
+        self.value_head = _dense(1, 1.0, dtype=dtype)
+
+    @property
+    def _dtype(self):
+        """The computation dtype given to every layer: None for float32 (each layer then computes in its inputs'
+        float32, the same program as before the setting existed)."""
+        if self.compute_dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"compute_dtype must be float32 or bfloat16, not {self.compute_dtype!r}")
+        return None if self.compute_dtype == "float32" else jnp.dtype(self.compute_dtype)
 
     def _features(self, obs):
         """[B, *obs_shape] -> [B, F]: the encoder's output (the flat observation for `mlp`)."""
@@ -234,7 +282,10 @@ class ActorCritic(nn.Module):
             actor = critic = h
         else:
             actor, critic = self.actor_torso(h), self.critic_torso(h)
-        return self.policy_head(actor), self.value_head(critic)[..., 0]
+        logits, value = self.policy_head(actor), self.value_head(critic)[..., 0]
+        if self._dtype is not None:  # the policy, the losses and GAE in float32
+            logits, value = logits.astype(jnp.float32), value.astype(jnp.float32)
+        return logits, value
 
     def __call__(self, obs):
         """Feed-forward: obs [..., *obs_shape] -> (logits [..., A], value [...])."""

@@ -60,7 +60,7 @@ def layout(rows):
 def over_seeds(fn, in_axes: tuple, how: str = "vmap"):
     """`fn` over the seed axis of the arguments whose `in_axes` entry is 0 (the others shared): vmapped, or with
     how='map' one seed after another (lax.map), which keeps each seed's convolutions dense (PPOConfig.seed_axis)."""
-    if how == "vmap":
+    if how in ("vmap", "dense"):  # 'dense' differs in the network only (convolutions as matrix products)
         return jax.vmap(fn, in_axes=in_axes)
 
     def one_after_another(*args):
@@ -115,7 +115,8 @@ def make_network(env, cfg: PPOConfig) -> ActorCritic:
                        map_shape=None if map_shape is None else tuple(map_shape),
                        map_channels=tuple(cfg.map_channels), map_res_blocks=cfg.map_res_blocks,
                        conv_norm=cfg.conv_norm, head_width=cfg.head_width, recurrent=cfg.recurrent,
-                       memory_size=cfg.memory_size)
+                       memory_size=cfg.memory_size, compute_dtype=cfg.compute_dtype,
+                       conv_as_matmul=cfg.seed_axis == "dense")
 
 
 class Trainer:
