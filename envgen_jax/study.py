@@ -43,7 +43,7 @@ from envgen_jax import games
 from envgen_jax import methods as methods_registry
 from envgen_jax.run.log import Prefixed
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.metrics import _quiet_nan
+from envgen_jax.trainer.metrics import quiet_nan
 
 REFERENCE = "ppo"          # the baseline every other method is compared with (the paper's "0.96M PT in Crafter")
 CONFIDENCE = 0.95
@@ -615,7 +615,7 @@ def _curve(chunks: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Env steps, and mean and std over seeds of the chunks' mean episode return (NaN where no episode ended)."""
     steps = np.array([c["env_steps"] for c in chunks])
     returns = np.array([[np.nan if v is None else v for v in c["return_per_seed"]] for c in chunks], np.float64)
-    with _quiet_nan():
+    with quiet_nan():
         return steps, np.nanmean(returns, axis=1), np.nanstd(returns, axis=1)
 
 

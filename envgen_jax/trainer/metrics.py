@@ -171,7 +171,7 @@ def subtask_score(success_rate) -> np.ndarray:
     """The Crafter formula over the subtasks that were offered at all (Heist): NaN rates (never available) are left
     out instead of making the whole score NaN. Equal to `crafter_score` when every rate is defined."""
     s = 100.0 * np.asarray(success_rate, np.float64)
-    with np.errstate(invalid="ignore"), _quiet_nan():
+    with np.errstate(invalid="ignore"), quiet_nan():
         return np.exp(np.nanmean(np.log1p(s), axis=-1)) - 1.0
 
 
@@ -232,15 +232,16 @@ def across_seeds(per_seed_values: np.ndarray, ddof: int = 0) -> tuple[np.ndarray
     """(mean, std, n) over the leading seed axis, ignoring seeds where the value is NaN (no finished episode)."""
     x = np.asarray(per_seed_values, np.float64)
     n = np.sum(~np.isnan(x), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"), _quiet_nan():
+    with np.errstate(invalid="ignore", divide="ignore"), quiet_nan():
         mean = np.nanmean(x, axis=0)
         std = np.nanstd(x, axis=0, ddof=ddof) if x.shape[0] > ddof else np.full_like(mean, np.nan)
     return mean, std, n
 
 
-class _quiet_nan:
-    def __enter__(self):
+class quiet_nan:
+    """Silences numpy's RuntimeWarnings (mean of an empty slice, ...) where NaN is the answer meant."""
 
+    def __enter__(self):
         self._w = warnings.catch_warnings()
         self._w.__enter__()
         warnings.simplefilter("ignore", RuntimeWarning)
