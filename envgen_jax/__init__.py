@@ -7,7 +7,7 @@ Layout:
   llm/             the LLM environment designer: prompts, OpenAI-compatible client, offline model, replay
   loop.py          the EnvGen host loop: LLM step between compiled training chunks
   methods/         the methods compared, one `Method` subclass each, behind one registry
-  study.py         `envgen-jax study`: every method trained alike, compared with statistics over seeds
+  study/           `envgen-jax study`: every method trained alike, compared with statistics over seeds
   cli/             the `envgen-jax` command line (train, study, validate, render, settings, llm)
 """
 
