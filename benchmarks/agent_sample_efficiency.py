@@ -47,7 +47,7 @@ from envgen_jax.run.provenance import environment  # noqa: E402
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint  # noqa: E402
 from envgen_jax.trainer.metrics import crafter_score, mean_or_nan, to_host  # noqa: E402
 from envgen_jax.trainer.ppo import PPOConfig  # noqa: E402
-from envgen_jax.trainer.train import make_trainer  # noqa: E402
+from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
 NAME = "agent_sample_efficiency"
 PROTOCOL_STEPS = 1_960_000

@@ -37,7 +37,7 @@ from envgen_jax.envs.crafter.config import CrafterConfig  # noqa: E402
 from envgen_jax.envs.crafter.env import CrafterEnv, make_params  # noqa: E402
 from envgen_jax.envs.vector import VecEnv  # noqa: E402
 from envgen_jax.trainer.ppo import PPOConfig  # noqa: E402
-from envgen_jax.trainer.train import make_trainer  # noqa: E402
+from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -51,7 +51,7 @@ def main(argv=None) -> dict:
     from envgen_jax import games
     from envgen_jax.envs.crafter import CrafterConfig, make_params
     from envgen_jax.run_config import load_run_config
-    from envgen_jax.trainer.train import make_trainer
+    from envgen_jax.trainer.factory import make_trainer
 
     cfg = load_run_config(CONFIG, [f"seeds={args.seeds}", *(TINY if args.cpu_tiny else [])])
     env = games.get(cfg.env).make_env(cfg.observation, cfg.game_options)

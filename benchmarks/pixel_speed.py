@@ -109,7 +109,7 @@ class Parts:
 
 def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
     from envgen_jax.trainer.evaluate import make_evaluator
-    from envgen_jax.trainer.train import make_trainer
+    from envgen_jax.trainer import make_trainer
     axis, dtype = variant
     ppo = dataclasses.replace(cfg.trainer_ppo, seed_axis=axis, compute_dtype=dtype, num_seeds=seeds)
     trainer = make_trainer(env, ppo)

@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from envgen_jax import games
-from envgen_jax.trainer.metrics import RowStats, mean_or_nan, nan_to_none, nan_to_zero, success_rates
-from envgen_jax.trainer.metrics import _quiet_nan as _quiet
+from envgen_jax.trainer.metrics import RowStats, mean_or_nan, nan_to_none, nan_to_zero, quiet_nan, success_rates
 
 PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
     ("PPO (Moon et al.)", "15.5 +/- 0.6", "10.5 +/- 0.6"),
@@ -58,7 +57,7 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
     rewards = mean_or_nan(stats.return_sum, stats.episodes)
     score_m, score_s = _ms(scores)
     reward_m, reward_s = _ms(rewards)
-    with _quiet():  # a subtask no seed ever finished stays NaN (reported as None), not 0
+    with quiet_nan():  # a subtask no seed ever finished stays NaN (reported as None), not 0
         ach_m = np.nanmean(100 * rates, axis=0) if rates.size else []
         ach_s = np.nanstd(100 * rates, axis=0) if rates.size else []
     return {
@@ -280,7 +279,7 @@ def environment_learning(state, names) -> list[dict]:
         returns = mean_or_nan(stats.return_sum, stats.episodes)         # [S, K]
         envs = [{"purpose": p, "config": c} for d in design["designers"] for p, c in zip(d["purposes"], d["configs"])]
         for row, env in enumerate(envs, start=1):
-            with _quiet():  # a row no seed finished an episode in stays None
+            with quiet_nan():  # a row no seed finished an episode in stays None
                 success, reward = np.nanmean(rates[:, row], axis=0), np.nanmean(returns[:, row])
             env.update(row=row, episodes_per_seed=np.asarray(stats.episodes)[:, row].tolist(), reward=nan_to_none(reward),
                        success={n: nan_to_none(v) for n, v in zip(names, success)})
@@ -322,7 +321,7 @@ def plot_run(out: Path, state, names, cycles: int) -> list[str]:
     if state.curve:
         steps = np.array([c["env_steps"] for c in state.curve])
         returns = np.array([[np.nan if v is None else v for v in c["return_per_seed"]] for c in state.curve])
-        with np.errstate(invalid="ignore"), _quiet():
+        with np.errstate(invalid="ignore"), quiet_nan():
             mean, std = np.nanmean(returns, axis=1), np.nanstd(returns, axis=1)
         fig, ax = plt.subplots(figsize=(8, 4))
         colours = {"llm": "tab:orange", "mixed": "tab:purple", "original": "tab:blue", "final": "tab:green"}

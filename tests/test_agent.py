@@ -21,7 +21,8 @@ from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.networks import ActorCritic, patches3x3
 from envgen_jax.trainer.ppo import PPOConfig, ValueNorm
-from envgen_jax.trainer.train import make_trainer, select_seeds
+from envgen_jax.trainer.factory import make_trainer
+from envgen_jax.trainer.train import select_seeds
 from tests.trees import assert_trees_equal
 
 N = 16

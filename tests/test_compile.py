@@ -186,7 +186,7 @@ def test_every_phase_of_every_method_trains_in_one_program(tmp_path, feedback):
     from envgen_jax.llm.testing import ScriptedClient, auto_reply, varied_configs
     from envgen_jax.run.loop import EnvGenRun
     from envgen_jax.run_config import METHODS, load_run_config
-    from envgen_jax.trainer.train import layout
+    from envgen_jax.trainer.layouts import layout
 
     def signature(bank, rows):
         args = (bank, layout(rows))

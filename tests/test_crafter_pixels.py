@@ -15,7 +15,7 @@ from craftax.craftax_classic.envs.craftax_state import EnvParams
 from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, config_to_params, make_params
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.ppo import PPOConfig
-from envgen_jax.trainer.train import make_trainer
+from envgen_jax.trainer.factory import make_trainer
 from tests.conftest import random_actions
 
 STEPS = 12

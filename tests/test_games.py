@@ -19,6 +19,7 @@ from envgen_jax.methods.base import Method
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.schema import ConfigError, Declared, bounded
 from tests import golden
+from tests.test_code_shape import cycles, import_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "envgen_jax"
@@ -342,71 +343,11 @@ def test_an_old_study_yaml_still_loads(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ import cycles
-def _import_graph() -> dict[str, set[str]]:
-    """envgen_jax's modules -> the envgen_jax modules they import: at module level or inside functions (read from the
-    source), the parent packages of what they import, and the registry's games (imported by name at run time)."""
-    modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-
-    def resolve(name: str) -> list[str]:
-        parts = name.split(".")
-        return [m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if m in modules]
-
-    graph = {}
-    for mod, path in modules.items():
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                found.update(m for a in node.names for m in resolve(a.name))
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
-                    base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
-                found.update(resolve(base))
-                found.update(m for a in node.names for m in resolve(f"{base}.{a.name}"))
-        graph[mod] = found - set(resolve(mod))  # a package's own __init__ is no cycle
-    for entry in games.GAMES.values():
-        graph["envgen_jax.games"].update(resolve(entry))
-    return graph
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index, low, stack, out = {}, {}, [], []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = set()
-            while True:
-                w = stack.pop()
-                component.add(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(component)
-
-    for v in graph:
-        if v not in index:
-            visit(v)
-    return out
-
-
 def test_no_import_cycle_through_the_registry_the_games_or_the_designer():
-    graph = _import_graph()
-    assert "envgen_jax.envs.heist.game" in graph["envgen_jax.games"]  # the registry's lines are followed
+    graph = import_graph()  # tests/test_code_shape.py: imports inside functions and the registry's lines included
+    assert "envgen_jax.envs.heist.game" in graph["envgen_jax.games"]
     ours = re.compile(r"envgen_jax\.(games|envs|llm)\b")
-    assert [c for c in _cycles(graph) if any(ours.match(m) for m in c)] == []
+    assert [c for c in cycles(graph) if any(ours.match(m) for m in c)] == []
     # the designer takes a game's EnvSpec: nothing in llm/ imports the registry or a game's package
     assert not [(m, i) for m, imports in graph.items() if m.startswith("envgen_jax.llm")
                 for i in imports if i.startswith(("envgen_jax.games", "envgen_jax.envs"))]

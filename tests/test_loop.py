@@ -18,7 +18,8 @@ from envgen_jax.envs.crafter import CrafterConfig
 from envgen_jax.llm.testing import FakeOpenAIServer, ScriptedClient, asked_count, auto_reply, completion_body
 from envgen_jax.llm.testing import design_json, varied_configs
 from envgen_jax.methods import get as get_method
-from envgen_jax.run.loop import EnvGenRun, random_config
+from envgen_jax.methods.random import random_config
+from envgen_jax.run.loop import EnvGenRun
 from envgen_jax.run.plan import build_plan
 from envgen_jax.run_config import METHODS, load_run_config
 from envgen_jax.schema import ConfigError

@@ -16,7 +16,7 @@ from envgen_jax.trainer.evaluate import make_evaluator, report_from_stats
 from envgen_jax.trainer.metrics import (RowStats, crafter_score, mean_or_nan, pool_rows, pool_seeds,
                                         row_stats_from_steps, success_rates, summarize, summarize_rows, to_host)
 from envgen_jax.trainer.ppo import PPOConfig
-from envgen_jax.trainer.train import make_trainer
+from envgen_jax.trainer.factory import make_trainer
 
 
 def test_crafter_score_known_values():

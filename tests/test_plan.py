@@ -5,7 +5,7 @@ import pytest
 
 from envgen_jax import methods
 from envgen_jax.run.plan import build_plan, first_training_where, phase_label, train_updates
-from envgen_jax.run.rows import assign_rows
+from envgen_jax.methods.rows import assign_rows
 from envgen_jax.run_config import METHODS, load_run_config
 from tests.golden import TINY
 

@@ -10,7 +10,8 @@ import pytest
 from envgen_jax.trainer import probes
 from envgen_jax.trainer.metrics import mean_or_nan, to_host
 from envgen_jax.trainer.ppo import PPOConfig, compute_gae
-from envgen_jax.trainer.train import make_trainer, prng_key, seed_keys, select_seeds
+from envgen_jax.trainer.factory import make_trainer
+from envgen_jax.trainer.train import prng_key, seed_keys, select_seeds
 
 N = 16  # envs per seed
 TINY = dict(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,

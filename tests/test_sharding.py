@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent("""
     import jax, numpy as np
     from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, make_params
     from envgen_jax.trainer.ppo import PPOConfig
-    from envgen_jax.trainer.train import make_trainer
+    from envgen_jax.trainer.factory import make_trainer
     from envgen_jax.trainer.sharding import device_mesh, shard_train_state
     assert jax.device_count() == 2, jax.devices()
     seeds, envs = int(sys.argv[1]), 8

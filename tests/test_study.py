@@ -238,3 +238,32 @@ def test_a_heist_study_reports_heists_score(tmp_path):
     md = (out / "study.md").read_text()
     assert f"## Evaluations in the original game ({games.get('heist').score_name} %" in md
     assert "Heist score (ours" in (out / "ppo" / "report.md").read_text()
+
+
+def test_the_second_studys_comparison_rebuilds_to_its_committed_study_md():
+    """study.md is a pure function of the run directories: rebuilt by today's code from the committed second study,
+    it is the committed file but for the line saying when and where it was built."""
+    from envgen_jax.study import build_comparison, load_settings, markdown
+
+    study_dir = ROOT / "benchmarks" / "results" / "study_cpu_v2"
+    study = build_comparison(study_dir, load_settings(study_dir / "study.yaml"))
+    rebuilt = markdown(study, ["study_scores.png", "study_curves.png", "study_success_by_cycle.png"])
+
+    def without_build_line(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("Comparison built ")]
+
+    assert without_build_line(rebuilt) == without_build_line((study_dir / "study.md").read_text())
+
+
+def test_the_study_package_keeps_each_concern_short():
+    """Issue 55: one module per concern, no module over 500 lines, no function over 80."""
+    import ast
+
+    package = ROOT / "envgen_jax" / "study"
+    assert {p.stem for p in package.glob("*.py")} >= {"stats", "settings", "runner", "compare", "markdown", "plots"}
+    for path in package.glob("*.py"):
+        source = path.read_text()
+        assert len(source.splitlines()) <= 500, path
+        long = [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(ast.parse(source))
+                if isinstance(n, ast.FunctionDef) and n.end_lineno - n.lineno + 1 > 80]
+        assert long == [], (path, long)

@@ -16,7 +16,7 @@ from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_ch
                                            save_checkpoint)
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.ppo import PPOConfig
-from envgen_jax.trainer.train import make_trainer
+from envgen_jax.trainer.factory import make_trainer
 from tests import golden
 from tests.trees import assert_trees_equal
 
@@ -145,7 +145,8 @@ def test_a_checkpoint_from_before_the_agent_fields_restores_with_the_configs_hpa
 def test_a_flat_level_replay_checkpoint_restores_into_a_replay_state(tmp_path):
     """Level replay's trainer once saved the sampler's state as a field of the TrainState (PLRTrainState)."""
     from envgen_jax.trainer.level_sampler import LevelSampler
-    from envgen_jax.trainer.replay import REPLAY, ReplayState
+    from envgen_jax.trainer.layouts import REPLAY
+    from envgen_jax.trainer.replay import ReplayState
     trainer = make_trainer(probes.BanditEnv(), CFG, level_sampler=LevelSampler(capacity=2, min_fill=0.5))
     bank = probes.make_bank([1.0, 0.5], shifts=[1, 2])
     state, _ = trainer.train_chunk(trainer.init(bank, REPLAY), bank, REPLAY, num_updates=2)

@@ -19,7 +19,7 @@ from envgen_jax.trainer.checkpoint import restore_checkpoint, save_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import pool_rows, pool_seeds, summarize, to_host
 from envgen_jax.trainer.ppo import PPOConfig
-from envgen_jax.trainer.train import make_trainer
+from envgen_jax.trainer.factory import make_trainer
 
 N = 32
 CFG = PPOConfig(num_envs=N, num_steps=64, update_epochs=2, num_minibatches=4, gamma=0.95, gae_lambda=0.8, lr=1e-3,

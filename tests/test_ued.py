@@ -91,9 +91,9 @@ from envgen_jax.envs.vector import RowSampler  # noqa: E402
 from envgen_jax.trainer import probes  # noqa: E402
 from envgen_jax.trainer.metrics import to_host  # noqa: E402
 from envgen_jax.trainer.ppo import PPOConfig, compute_gae  # noqa: E402
-from envgen_jax.trainer.replay import REPLAY, Replay  # noqa: E402
+from envgen_jax.trainer.layouts import REPLAY, Replay  # noqa: E402
 from tests.trees import assert_trees_equal  # noqa: E402
-from envgen_jax.trainer.train import make_trainer  # noqa: E402
+from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
 N = 16
 TINY = PPOConfig(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
@@ -278,7 +278,7 @@ def _metrics(out):
 def test_plr_run_records_its_buffer(plr_loop):
     out, report, traces = plr_loop
     assert "score" in report  # a tiny final phase may finish no original-game episode (score None)
-    # the final phase holds the curriculum on the original game's row (replay.Replay.held): the plr phase's program
+    # the final phase holds the curriculum on the original game's row (layouts.Replay.held): the plr phase's program
     assert traces["train_chunk"] == 1
     lines = _metrics(out)
     buffers = [line["buffer"] for line in lines if line["phase"] == "plr"]

@@ -20,7 +20,7 @@ Class level (functions of the run configuration; the plan, the dry run and RunCo
                                     declaring defaults, bounds and choices, as a game declares its options)
     report_entries(state)           its entries in report.json, from its saved state (sfl's selections)
 
-One run (the loop makes `cls(run, trainer)` with its `run_view.RunView` and PPO trainer):
+One run (the loop makes `cls(run, trainer)` with its `view.RunView` and PPO trainer):
 
     state_dict(), load_state(d)     the method's own host state, saved with every checkpoint (LoopState.method)
     bank_and_rows(where)            the bank and rows of a training phase (its own WHERE; default the loop's)
@@ -30,7 +30,9 @@ One run (the loop makes `cls(run, trainer)` with its `run_view.RunView` and PPO 
                                     and pictures of their top levels
     designer_notes()                notes for the next design step (envgen_sfl: what learnability measured)
 
-Level replay lives in plr.py; the learnability selection shared by sfl.py and envgen_sfl.py in selection.py.
+Level replay lives in plr.py; the learnability selection shared by sfl.py and envgen_sfl.py in selection.py. The
+contract a method works against is here too: base.py (Method, Phase, DesignContext), view.py (RunView, what a method
+sees of its run) and rows.py (the bank's row layout): a method imports nothing from `envgen_jax.run`.
 Adding a method is one module here and one line in `REGISTRY` (or `register(name, cls)` at run time, as a test
 may); the driver (`envgen_jax.run.loop`) does not change.
 """

@@ -8,8 +8,8 @@ import logging
 import time
 from typing import Any, Callable
 
-from envgen_jax.run.rows import assign_rows
-from envgen_jax.run.view import RunView
+from envgen_jax.methods.rows import assign_rows
+from envgen_jax.methods.view import RunView
 
 logger = logging.getLogger("envgen_jax.run")
 
@@ -150,7 +150,7 @@ class Method:
 
     def bank_and_rows(self, where: str):
         """(bank, rows) of a training phase at `where`. Bank: row 0 the original game, then the LLM configurations,
-        padded to a fixed capacity (no recompiles); rows: `assign_rows`, or a `RowSampler`, or `replay.REPLAY`
+        padded to a fixed capacity (no recompiles); rows: `assign_rows`, or a `RowSampler`, or `layouts.REPLAY`
         for the trainer's level sampler."""
         run, cfg = self.run, self.run.cfg
         llm = run.llm_configs() if where in ("llm", "mixed") else []

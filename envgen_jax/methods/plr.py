@@ -22,10 +22,10 @@ import numpy as np
 
 from envgen_jax.methods.base import Method, Phase
 from envgen_jax.methods.random import random_configs
-from envgen_jax.run.rows import ORIGINAL_ROW
+from envgen_jax.methods.rows import ORIGINAL_ROW
 from envgen_jax.schema import Declared, bounded
 from envgen_jax.trainer import level_sampler as ls
-from envgen_jax.trainer.replay import Replay
+from envgen_jax.trainer.layouts import Replay
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +119,7 @@ class PLR(Method):
 
     def bank_and_rows(self, where):
         """The buffer's configurations, with rows the level sampler draws; in the original game's phases, the
-        curriculum held on that one row (`replay.Replay`: every phase in one program)."""
+        curriculum held on that one row (`layouts.Replay`: every phase in one program)."""
         if where != self.WHERE:
             bank, _ = super().bank_and_rows(where)  # the original game's bank: every slot on its row
             return bank, Replay.held(np.eye(bank.num_rows, dtype=np.float32)[ORIGINAL_ROW])

@@ -19,7 +19,7 @@ import numpy as np
 
 from envgen_jax.envs.vector import RowSampler
 from envgen_jax.methods.base import Method
-from envgen_jax.run.rows import ORIGINAL_ROW
+from envgen_jax.methods.rows import ORIGINAL_ROW
 from envgen_jax.schema import Declared, bounded
 from envgen_jax.trainer import learnability
 from envgen_jax.trainer.evaluate import make_evaluator

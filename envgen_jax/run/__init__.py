@@ -5,14 +5,13 @@
   plan.py         the plan of a run: phases from the config and the method, and the plan in numbers (pure)
   loop_state.py   LoopState: what the host needs to continue a run (JSON, saved with every checkpoint)
   design_step.py  DesignStep: a cycle's design step (the method's `design`, the LLM bookkeeping)
-  view.py         RunView: what the loop and a method both see of a run
-  rows.py         which bank row each env slot runs
   progress.py     the progress bar (tqdm)
   log.py          RunLog: metrics.jsonl and TensorBoard scalars; the console log
   provenance.py   where a result came from (commit, versions, device)
   compile_record.py  every program XLA compiles or loads, and the seconds per phase of a run
   compile_cache.py   JAX's persistent compilation cache for `train` and `study`
 
-Import the modules themselves (`from envgen_jax.run.loop import EnvGenRun`): this file imports nothing, so the
-methods can use `run.view` and `run.rows` without an import cycle.
+What a method sees of a run (`methods.view.RunView`) and the bank's row layout (`methods.rows`) belong to the
+method contract, in `envgen_jax.methods`: a run imports the methods, never the other way round. Import the modules
+themselves (`from envgen_jax.run.loop import EnvGenRun`): this file imports nothing.
 """

@@ -9,7 +9,7 @@ import json
 from envgen_jax.llm.reply import environment_entry
 from envgen_jax.methods.base import DesignContext, Method
 from envgen_jax.report import environment_learning
-from envgen_jax.run.view import RunView
+from envgen_jax.methods.view import RunView
 from envgen_jax.trainer.metrics import nan_to_zero
 
 

@@ -32,15 +32,14 @@ import yaml
 from envgen_jax.run.compile_record import RunTiming
 from envgen_jax.run.design_step import DesignStep
 from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
-from envgen_jax.methods.random import random_config  # noqa: F401 -- re-exported
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, phase_label, train_updates
 from envgen_jax.run.progress import chunk_done, progress_bar
 from envgen_jax.report import write_report
-from envgen_jax.run.rows import ORIGINAL_ROW
+from envgen_jax.methods.rows import ORIGINAL_ROW
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.run.log import RunLog, logger, nan_to_none
-from envgen_jax.run.view import RunView
+from envgen_jax.methods.view import RunView
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.checkpoint import Checkpoints, newest_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator

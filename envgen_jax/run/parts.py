@@ -13,8 +13,9 @@ import numpy as np
 
 from envgen_jax import games, methods
 from envgen_jax.methods.base import Method
+from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.networks import Agent, count_params
-from envgen_jax.trainer.train import Trainer, make_network, make_trainer
+from envgen_jax.trainer.train import Trainer, make_network
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 
 from envgen_jax.methods.base import Phase
-from envgen_jax.run.rows import ORIGINAL_ROW, assign_rows
+from envgen_jax.methods.rows import ORIGINAL_ROW, assign_rows
 
 __all__ = ["Phase", "build_plan", "train_updates", "phase_label", "first_training_where", "PhaseCost", "phase_costs",
            "describe_plan"]

@@ -2,8 +2,10 @@
 
   config.py      PPOConfig: sizes, switches and the per-agent hyperparameters' defaults (static)
   ppo.py         one PPO update (rollout, GAE, minibatch epochs) of one agent's TrainState; compute_gae
-  train.py       Trainer / make_trainer: init, train_chunk (the update scanned, seeds vmapped, jit), reset_envs
+  train.py       Trainer: init, train_chunk (the update scanned, seeds vmapped, jit), reset_envs
   replay.py      ReplayTrainer: level replay around the update (the level sampler's state beside the agent's)
+  factory.py     make_trainer: a Trainer, or with a level sampler a ReplayTrainer
+  layouts.py     which rows each env slot trains in (fixed i32[N] / [S, N], RowSampler, Replay), told apart there
   level_sampler.py  robust PLR's sampler, pure functions of a pytree; learnability.py: SFL's measurement
   networks.py    ActorCritic (MLP / map conv for symbolic obs, IMPALA-style conv for pixels; GRU / LSTM memory),
                  Agent (one interface for feed-forward and recurrent), categorical policy
@@ -21,7 +23,8 @@ from envgen_jax.trainer.evaluate import EvalReport, Evaluator, make_evaluator, r
 from envgen_jax.trainer.metrics import (ChunkMetrics, LossStats, RowStats, crafter_score, pool_rows, pool_seeds,
                                         success_rates, summarize, summarize_rows, timed, to_host)
 from envgen_jax.trainer.ppo import PPOConfig, TrainState, compute_gae
-from envgen_jax.trainer.train import Trainer, make_trainer, select_seeds
+from envgen_jax.trainer.factory import make_trainer
+from envgen_jax.trainer.train import Trainer, select_seeds
 
 __all__ = [
     "PPOConfig", "Trainer", "TrainState", "make_trainer", "compute_gae", "select_seeds",

@@ -24,13 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from envgen_jax.trainer.ahead import AheadOfTime
+from envgen_jax.trainer.layouts import layout, rows_axis
 from envgen_jax.trainer.metrics import (RowStats, across_seeds, mean_or_nan, nan_to_none, pool_rows,
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
 from envgen_jax.trainer.reuse import reused
-from envgen_jax.trainer.train import Trainer, layout, over_seeds, prng_key
+from envgen_jax.trainer.train import Trainer, over_seeds, prng_key
 from envgen_jax.trainer.train import default_vecenv as _default_vecenv
-from envgen_jax.trainer.train import rows_axis as _rows_axis
 
 if TYPE_CHECKING:
     from envgen_jax.envs.game import Game
@@ -152,7 +152,7 @@ class Evaluator:
         self.trace_count += 1
         key = jnp.where(fold_in >= 0, jax.random.fold_in(key, fold_in), key)
         keys = jax.random.split(key, jax.tree.leaves(params)[0].shape[0])
-        in_axes = (0, 0, None, _rows_axis(rows), None)
+        in_axes = (0, 0, None, rows_axis(rows), None)
         return over_seeds(self._run_one, in_axes, self.trainer.cfg.seed_axis)(params, keys, bank, rows, mode)
 
     def run(self, params, bank, rows, key, mode: str = "sample", fold_in: int = -1) -> tuple[RowStats, jax.Array]:

@@ -12,22 +12,23 @@ Host side (numpy, after `to_host`):
   `mean_or_nan`, `summarize_rows`, `success_rates`, `crafter_score` and `pool_rows`. Means are over finished episodes
   only: with 0 episodes they are NaN (and the count says 0), never a made-up 0.
 
-The Crafter score (Hafner 2021; EnvGen reference section 8) is
-    S = exp(mean_i ln(1 + s_i)) - 1,   s_i = 100 x (share of episodes that unlocked achievement i)
-with the success rates pooled over all episodes first. It is *not* the mean of craftax's per-episode info["score"].
+The games' scores (`crafter_score`, `subtask_score`) live in `envgen_jax.envs.scores` (numpy only, so a game's
+declaration needs no trainer); they are imported here for the summaries and for older imports.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+
+from envgen_jax.envs.scores import crafter_score, quiet_nan, subtask_score  # noqa: F401 -- re-exported
+
 
 
 def nan_to_none(x):
@@ -159,22 +160,6 @@ def success_rates(stats: RowStats) -> np.ndarray:
     return mean_or_nan(stats.achievement_counts, stats.available_counts)
 
 
-def crafter_score(success_rate) -> np.ndarray:
-    """Crafter score in percent, S = exp(mean_i ln(1 + 100 s_i)) - 1, from pooled success rates s_i in [0, 1].
-
-    Reduces over the last axis (the achievements); NaN if any rate is NaN (no finished episode)."""
-    s = 100.0 * np.asarray(success_rate, np.float64)
-    return np.exp(np.mean(np.log1p(s), axis=-1)) - 1.0
-
-
-def subtask_score(success_rate) -> np.ndarray:
-    """The Crafter formula over the subtasks that were offered at all (Heist): NaN rates (never available) are left
-    out instead of making the whole score NaN. Equal to `crafter_score` when every rate is defined."""
-    s = 100.0 * np.asarray(success_rate, np.float64)
-    with np.errstate(invalid="ignore"), _quiet_nan():
-        return np.exp(np.nanmean(np.log1p(s), axis=-1)) - 1.0
-
-
 def pool_rows(stats: RowStats, rows: Sequence[int] | np.ndarray | None = None, axis: int = -1) -> RowStats:
     """Sum a host RowStats over config rows (all rows by default); the row axis is `axis` for 1-d leaves and
     the one before the achievements for `achievement_counts`. Pooling sums counts, so means stay honest."""
@@ -232,21 +217,10 @@ def across_seeds(per_seed_values: np.ndarray, ddof: int = 0) -> tuple[np.ndarray
     """(mean, std, n) over the leading seed axis, ignoring seeds where the value is NaN (no finished episode)."""
     x = np.asarray(per_seed_values, np.float64)
     n = np.sum(~np.isnan(x), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"), _quiet_nan():
+    with np.errstate(invalid="ignore", divide="ignore"), quiet_nan():
         mean = np.nanmean(x, axis=0)
         std = np.nanstd(x, axis=0, ddof=ddof) if x.shape[0] > ddof else np.full_like(mean, np.nan)
     return mean, std, n
-
-
-class _quiet_nan:
-    def __enter__(self):
-
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        self._w.__exit__(*exc)
 
 
 def timed(fn: Callable, *args, **kwargs) -> tuple[Any, float]:

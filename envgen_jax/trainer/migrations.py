@@ -1,5 +1,7 @@
 """Checkpoints that older versions wrote, read into today's train states. Every layout change of a saved state is
-handled here, and only here (`Trainer.restore` calls `restore_state`):
+handled here, and only here (`Trainer.restore` calls `restore_state`). Whether a state is a `replay.ReplayState`
+(the agent's beside the sampler's) is asked of the trainer (`agent_state`): this module, below both trainers, imports
+neither.
 
 1. Before the agent carried `hparams`, `value_norm` and `memory` (AGENT_FIELDS): the checkpoint restores with the
    config's hparams and no value_norm or memory, exactly what that code trained with; so the config must enable
@@ -20,11 +22,11 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from envgen_jax.envs.vector import RowSampler, SampledVecState, VecState
+from envgen_jax.envs.vector import SampledVecState, VecState
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.checkpoint import restore_checkpoint, saved_tree
+from envgen_jax.trainer.layouts import drawn_probs
 from envgen_jax.trainer.ppo import TrainState
-from envgen_jax.trainer.replay import ReplayState
 
 AGENT_FIELDS = ("hparams", "value_norm", "memory")  # added after the first release
 FLAT_SAMPLER = "sampler"  # the level sampler's field of the flat PLRTrainState
@@ -38,7 +40,7 @@ def restore_state(trainer, path, like, rows=None):
     if isinstance(agent_like.env_state, SampledVecState) and not _saved_sampled(tree):
         return _sampled_from_fixed(trainer, path, like, rows)
     saved = set(tree)
-    replay = isinstance(like, ReplayState)
+    replay = _holds_agent(trainer, like)
     missing = [f for f in AGENT_FIELDS if f not in saved and "agent" not in saved]
     if not missing and not (replay and FLAT_SAMPLER in saved and "agent" not in saved):
         return restore_checkpoint(path, like)  # today's layout
@@ -64,8 +66,7 @@ def _saved_sampled(tree: dict) -> bool:
 def _sampled_from_fixed(trainer, path, like, rows):
     """Migration 3: a fixed layout's env state, read into the sampled one `like` has, each seed's slots on the one
     row its layout draws."""
-    probs = rows.probs if isinstance(rows, RowSampler) else getattr(rows, "held_probs", None)
-    probs = None if probs is None else np.asarray(probs)
+    probs = drawn_probs(rows)
     if probs is None or not ((probs > 0).sum(-1) == 1).all():  # each seed draws one row
         raise ConfigError([f"checkpoint {path}: its env slots ran fixed rows, and this phase draws its rows from "
                            f"several; resume it with the code that wrote it"], what="checkpoint")
@@ -82,4 +83,9 @@ def _sampled_from_fixed(trainer, path, like, rows):
 
 def _with_env_state(trainer, state, env_state):
     agent = trainer.agent_state(state).replace(env_state=env_state)
-    return state.replace(agent=agent) if isinstance(state, ReplayState) else agent
+    return state.replace(agent=agent) if _holds_agent(trainer, state) else agent
+
+
+def _holds_agent(trainer, state) -> bool:
+    """Whether `state` holds the agent's TrainState beside other state (a ReplayTrainer's ReplayState)."""
+    return trainer.agent_state(state) is not state

@@ -1,7 +1,7 @@
 """Level replay around the PPO update: a `ReplayTrainer` carries a curriculum's state on the device beside the
 agent's, draws each episode's row from its distribution and gives the update a per-row gradient mask as data.
 
-    trainer = make_trainer(env, cfg, level_sampler=LevelSampler(...))   # a ReplayTrainer
+    trainer = make_trainer(env, cfg, level_sampler=LevelSampler(...))   # a ReplayTrainer (trainer.factory)
     state = trainer.init(bank, REPLAY)                 # ReplayState(agent=TrainState, sampler=SamplerState)
     state, metrics = trainer.train_chunk(state, bank, REPLAY, num_updates=8)
 
@@ -12,7 +12,7 @@ trainer runs them as any trainer does and leaves the sampler's state as it is. A
 (a final phase in the original game) instead give `Replay.held(probs)`, and its curriculum phases
 `Replay.running(num_rows)`: the same types, so both run one compiled chunk; held, episodes draw their rows from
 `probs`, every step gives gradients and the sampler's state is left as it is. The PPO update (`trainer.ppo`) knows
-nothing of this.
+nothing of this. `Replay` and `REPLAY` are layouts (`trainer.layouts`, where every form of `rows` is told apart).
 """
 
 from __future__ import annotations
@@ -21,34 +21,12 @@ from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from envgen_jax.envs.vector import RowSampler
+from envgen_jax.trainer.layouts import is_replay
 from envgen_jax.trainer.ppo import TrainState
 from envgen_jax.trainer.train import Trainer
-
-
-@struct.dataclass
-class Replay:
-    """The layout of a phase whose episodes draw their rows from the level sampler. `REPLAY` holds no arrays; a run
-    whose phases must share one program gives `running(K)` and `held(probs)`, whose traced `hold` flag says whether
-    the curriculum is held (episodes draw from `held_probs` instead, f32[K]; every step gives gradients; the
-    sampler's state is kept)."""
-
-    hold: jax.Array | None = None        # bool[]
-    held_probs: jax.Array | None = None  # f32[K]
-
-    @classmethod
-    def running(cls, num_rows: int) -> "Replay":
-        return cls(hold=np.bool_(False), held_probs=np.zeros(num_rows, np.float32))
-
-    @classmethod
-    def held(cls, probs) -> "Replay":
-        return cls(hold=np.bool_(True), held_probs=np.asarray(probs, np.float32))
-
-
-REPLAY = Replay()
 
 
 @struct.dataclass
@@ -81,13 +59,10 @@ class ReplayTrainer(Trainer):
     def _layout(self, rows, sampler):
         """What the VecEnv runs: rows drawn from the sampler's distribution for a Replay (or from its `held_probs`
         while held), else `rows`."""
-        if not isinstance(rows, Replay):
+        if not is_replay(rows):
             return rows
         probs = self.level_sampler.row_distribution(sampler)
         return RowSampler(probs if rows.hold is None else jnp.where(rows.hold, rows.held_probs, probs))
-
-    def _samples_rows(self, rows) -> bool:
-        return isinstance(rows, Replay) or super()._samples_rows(rows)
 
     def _init_one(self, key, params, hparams, bank, rows, episodes: bool = True):
         sampler = self.level_sampler.init_state(bank.num_rows)
@@ -98,7 +73,7 @@ class ReplayTrainer(Trainer):
         return state.replace(agent=super()._reset_one(state.agent, bank, self._layout(rows, state.sampler)))
 
     def _update(self, state: ReplayState, bank, rows):
-        if not isinstance(rows, Replay):
+        if not is_replay(rows):
             agent, out = self.ppo.update(state.agent, bank, rows)
             return state.replace(agent=agent), out
         hooks, sampler = self.level_sampler, state.sampler

@@ -1,6 +1,6 @@
 """PPO in one jit-compiled training chunk, with independent agents (seeds) vmapped.
 
-    trainer = make_trainer(env, PPOConfig(...))
+    trainer = make_trainer(env, PPOConfig(...))        # trainer.factory
     ts = trainer.init(bank, rows)                      # TrainState, leading seed axis [S] on every leaf
     ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=8)   # jitted; `ts` is donated
     host = to_host(metrics)                            # ChunkMetrics: RowStats [S, K], LossStats [S, U]
@@ -8,11 +8,13 @@
 
 One chunk = `lax.scan` over `num_updates` PPO updates (`ppo.PPO.update`). The host acts only between chunks (the
 EnvGen LLM step goes there). With a level sampler (robust PLR) `make_trainer` gives a `replay.ReplayTrainer`.
+`make_trainer` lives in `trainer.factory`, above both trainers: neither module imports the other.
 
-* `bank` (an `envs.bank.Bank`: env params with leading K rows) and `rows` (i32[N] shared by all seeds, or i32[S, N]
-  per seed; or `envs.vector.RowSampler(probs)` with probs f32[K] or [S, K]: every episode's row drawn from probs)
-  are traced arguments: new values never recompile; a new K or N does (it changes shapes). Per-seed configs
-  (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing into each seed's block.
+* `bank` (an `envs.bank.Bank`: env params with leading K rows) and `rows` (a layout, `trainer.layouts`: i32[N]
+  shared by all seeds, or i32[S, N] per seed; or `envs.vector.RowSampler(probs)` with probs f32[K] or [S, K]: every
+  episode's row drawn from probs) are traced arguments: new values never recompile; a new K or N does (it changes
+  shapes). Per-seed configs (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing
+  into each seed's block.
 * `PPOConfig` is static (frozen, hashable): shapes, loop sizes and switches are part of the compiled program, so a
   new config compiles a new trainer. The per-agent numbers (`ppo.Hyperparams`: lr, gamma, ...) are traced values in
   the TrainState, taken from the config unless `init(hparams=...)` gives others.
@@ -30,10 +32,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envgen_jax.envs.vector import RowSampler, SampledVecState, VecEnv
+from envgen_jax.envs.vector import SampledVecState, VecEnv
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer import minibatch
+from envgen_jax.trainer import migrations, minibatch
 from envgen_jax.trainer.ahead import AheadOfTime
+from envgen_jax.trainer.layouts import draws_rows, layout, rows_axis
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, Agent
 from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOConfig, TrainState, ValueNorm
@@ -42,19 +45,6 @@ from envgen_jax.trainer.reuse import reused
 
 def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
     return VecEnv(env, num_envs, cfg.resets_per_step)
-
-
-def layout(rows):
-    """The VecEnv layout argument: fixed rows (array-like) as i32; a layout object (a RowSampler, or a
-    ReplayTrainer's `replay.REPLAY`) as given."""
-    if rows is None:
-        raise TypeError("rows: give each env slot's bank row (i32[N] or [S, N]), a RowSampler, or for a trainer "
-                        "with a level sampler replay.REPLAY (rows None no longer means 'the sampler picks')")
-    if isinstance(rows, jax.Array):
-        return rows if rows.dtype == jnp.int32 else rows.astype(jnp.int32)
-    if isinstance(rows, (np.ndarray, list, tuple)):
-        return jax.device_put(np.asarray(rows, np.int32))  # not jnp.asarray: that compiles a program per shape
-    return rows
 
 
 def over_seeds(fn, in_axes: tuple, how: str = "vmap"):
@@ -71,15 +61,6 @@ def over_seeds(fn, in_axes: tuple, how: str = "vmap"):
         return jax.lax.map(one, tuple(arg for arg, axis in zip(args, in_axes) if axis == 0))
 
     return one_after_another
-
-
-def rows_axis(rows) -> int | None:
-    """vmap axis of the layout: per-seed rows [S, N] (or per-seed probs [S, K]) map over seeds."""
-    if isinstance(rows, RowSampler):
-        rows = rows.probs
-    elif not isinstance(rows, (np.ndarray, jax.Array)):
-        return None  # a replay.Replay: one for every seed
-    return 0 if jnp.ndim(rows) == 2 else None
 
 
 def select_seeds(tree, idx: int | Sequence[int] | slice) -> Any:
@@ -120,7 +101,7 @@ def make_network(env, cfg: PPOConfig) -> ActorCritic:
 
 
 class Trainer:
-    """PPO trainer for one env and one static PPOConfig. Build with `make_trainer(env, cfg)`.
+    """PPO trainer for one env and one static PPOConfig. Build with `factory.make_trainer(env, cfg)`.
 
     Public:
       init(bank, rows, seeds=None, hparams=None, episodes=True) -> TrainState  (jitted; episodes=False: blank
@@ -264,8 +245,7 @@ class Trainer:
 
     def restore(self, path, bank, rows, seeds: Sequence[int] | None = None):
         """The state saved at `path`, also from a checkpoint an older version wrote (`trainer.migrations`)."""
-        from envgen_jax.trainer.migrations import restore_state
-        return restore_state(self, path, self.abstract_state(bank, rows, seeds), layout(rows))
+        return migrations.restore_state(self, path, self.abstract_state(bank, rows, seeds), layout(rows))
 
     # -- the chunk ------------------------------------------------------------------------------------------
     def _update(self, state, bank, rows):
@@ -286,10 +266,6 @@ class Trainer:
         (state, acc), losses = jax.lax.scan(body, (state, acc0), None, length=num_updates)
         ts = self.agent_state(state)
         return state, ChunkMetrics(rows=acc, losses=losses, env_steps=ts.env_steps, update_step=ts.update_step)
-
-    def _samples_rows(self, rows) -> bool:
-        """Whether this layout draws each episode's row (a RowSampler), which gives the env state another type."""
-        return isinstance(rows, RowSampler)
 
     def _train_chunk(self, ts, bank, rows, reset, num_updates: int):
         self.trace_counts["train_chunk"] += 1
@@ -313,7 +289,7 @@ class Trainer:
         bank: a Bank (env params with leading K rows); rows: i32[N] or i32[S, N] (the bank row of each env slot; the
         VecEnv reads both on every step, so after moving slots to other rows start fresh episodes: `reset=True`,
         or `reset_envs` first). Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
-        if reset and self._samples_rows(rows) != isinstance(self.agent_state(ts).env_state, SampledVecState):
+        if reset and draws_rows(rows) != isinstance(self.agent_state(ts).env_state, SampledVecState):
             # Fixed rows <-> rows drawn per episode changes the env state's type: that reset is a program of its own.
             ts, reset = self.reset_envs(ts, bank, rows), False
         args = _chunk_arguments(ts, bank, rows, reset)
@@ -324,23 +300,3 @@ class Trainer:
 def _chunk_arguments(ts, bank, rows, reset: bool = False) -> tuple:
     """The traced arguments of `_train_chunk` (a compiled chunk is called with exactly these types)."""
     return ts, bank, layout(rows), np.bool_(reset)
-
-
-def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler=None) -> Trainer:
-    """A Trainer for `env` (the project's env protocol) and `cfg`. `venv` overrides the default
-    `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`. With `level_sampler` (robust PLR,
-    `trainer.level_sampler.LevelSampler`) a `replay.ReplayTrainer`: where rows are `replay.REPLAY` every episode's
-    row is drawn from the sampler's distribution over the whole bank.
-
-    Without `venv`, the trainer made earlier in this process for an equal (env, cfg, level_sampler) is returned, its
-    programs already traced and compiled (`trainer.reuse`; a trainer holds no run's state)."""
-    if venv is not None:  # a VecEnv of one's own: a trainer of one's own
-        return _build_trainer(env, cfg, venv, level_sampler)
-    return reused(("trainer", env, cfg, level_sampler), lambda: _build_trainer(env, cfg, None, level_sampler))
-
-
-def _build_trainer(env, cfg: PPOConfig, venv, level_sampler) -> Trainer:
-    if level_sampler is None:
-        return Trainer(env, cfg, venv)
-    from envgen_jax.trainer.replay import ReplayTrainer
-    return ReplayTrainer(env, cfg, venv, level_sampler)

@@ -8,6 +8,7 @@ from pathlib import Path
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.envs.crafter.targeting import TARGETING
 from envgen_jax.envs.game import Game
+from envgen_jax.envs.scores import crafter_score
 
 # The 22 Crafter achievements, alphabetical as EnvGen's prompt lists them.
 CRAFTER_ACHIEVEMENTS = (
@@ -36,7 +37,6 @@ class Crafter(Game):
         return CrafterEnv(observation=observation)
 
     def score(self, rates):
-        from envgen_jax.trainer.metrics import crafter_score
         return crafter_score(rates)
 
     def render(self, configs, path, seed=0, options=None):

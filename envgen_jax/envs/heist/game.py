@@ -11,6 +11,7 @@ from envgen_jax.envs.heist.config import WORLD_DIMS, HeistConfig
 from envgen_jax.envs.heist.env import ACHIEVEMENTS
 from envgen_jax.envs.heist.targeting import TARGETING
 from envgen_jax.envs.game import Game, GameOptions
+from envgen_jax.envs.scores import subtask_score
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +44,6 @@ class Heist(Game):
         return HeistEnv(mode=mode, obs="pixels" if observation == "pixels" else "symbolic")
 
     def score(self, rates):
-        from envgen_jax.trainer.metrics import subtask_score
         return subtask_score(rates)
 
     def render(self, configs, path, seed=0, options=None):

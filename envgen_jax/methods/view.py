@@ -1,8 +1,8 @@
 """What the loop and a method both see of a run: its configuration, game and loop state, and the helpers both use
 (the bank builder, the current LLM configurations, the picture writer).
 
-It imports neither the loop nor the methods, so both can use it without an import cycle: the loop builds one view
-per run and hands it to the method (`envgen_jax.methods.base.Method`).
+Part of the method contract: the run's driver (`envgen_jax.run.loop`) builds one view per run and hands it to the
+method (`envgen_jax.methods.base.Method`).
 """
 
 from __future__ import annotations
