@@ -19,7 +19,7 @@
 #   pixel_speed1, pixel_speed4, pixel_speed16  issue 57: where the pixel agent's time goes (benchmarks/pixel_speed.py): 1 seed vmap float32 part
 #              by part (env steps, rollout, learn, chunk, evaluation), then whole updates at 4 and 16 seeds for the
 #              dense seed axis in float32 and bfloat16 (PIXEL_SPEED_4 / PIXEL_SPEED_16: variants), rows saved as
-#              measured, one process per seed count                                        <= T_PIXEL_SPEED each
+#              measured, one process per seed count                 <= T_PIXEL_SPEED1, 4, 16 (default T_PIXEL_SPEED)
 #   pixel_xla  the same 1-seed env and chunk under XLA's command buffers for loops (XLA_FLAGS in PIXEL_XLA_FLAGS), a
 #              process of its own, rows labelled 'cmdbuf' in the same pixel_speed.json            <= T_PIXEL_XLA
 #   pixel      issue 42: plain PPO with the paper's pixel agent (configs/crafter_ppo_paper_agent.yaml), cycles=0 so
@@ -187,11 +187,11 @@ stage training "$T_TRAINING" "$PY" benchmarks/run_all.py --parts training --fres
 stage pixel_seeds "$T_PIXEL_SEEDS" "$PY" benchmarks/pixel_seed_axis.py --out "$RESULTS/pixel_seed_axis.json" \
   "${SEED_AXIS_ARGS[@]}"
 # one process per seed count, each adding its rows to the same file as it measures them
-stage pixel_speed1 "$T_PIXEL_SPEED" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
+stage pixel_speed1 "${T_PIXEL_SPEED1:-$T_PIXEL_SPEED}" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
   "${SPEED_ARGS[@]}" --seeds "${SPEED_SEEDS[0]}" --variants vmap:float32 --parts env,rollout,learn,chunk,eval
-stage pixel_speed4 "$T_PIXEL_SPEED" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
+stage pixel_speed4 "${T_PIXEL_SPEED4:-$T_PIXEL_SPEED}" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
   "${SPEED_ARGS[@]}" --seeds "${SPEED_SEEDS[1]}" --variants "$PIXEL_SPEED_4" --parts env,chunk
-stage pixel_speed16 "$T_PIXEL_SPEED" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
+stage pixel_speed16 "${T_PIXEL_SPEED16:-$T_PIXEL_SPEED}" "$PY" benchmarks/pixel_speed.py --out "$RESULTS/pixel_speed.json" \
   "${SPEED_ARGS[@]}" --seeds "${SPEED_SEEDS[2]}" --variants "$PIXEL_SPEED_16" --parts env,chunk
 # Command buffers (CUDA graphs) for while loops and conditionals too: an 8-env rollout's steps are small kernels
 PIXEL_XLA_FLAGS=${PIXEL_XLA_FLAGS:---xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL --xla_gpu_graph_min_graph_size=1}
