@@ -42,7 +42,7 @@ def conversation(model: str, calls: int, cache: bool, n: int, max_tokens: int) -
     """One designer conversation of `calls` calls; per call what the transcript recorded."""
     with tempfile.TemporaryDirectory() as tmp:
         transcript = Path(tmp) / "t.jsonl"
-        settings = LLMSettings(backend="local", model=model, prompt_cache=cache, max_tokens=max_tokens,
+        settings = LLMSettings.of(backend="local", model=model, prompt_cache=cache, max_tokens=max_tokens,
                                timeout_s=900.0)
         with Designer(games.get("crafter").designer_spec(), settings, transcript) as designer:
             for call in range(calls):
