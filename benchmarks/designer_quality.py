@@ -980,7 +980,7 @@ def run_model(model: str, settings: LLMSettings, plan: dict, done: set, workdir:
 
 def llm_settings(args, **where) -> LLMSettings:
     return LLMSettings.of(backend="openai", temperature=args.temperature, max_tokens=args.max_tokens,
-                       timeout_s=args.timeout, max_retries=args.max_retries, max_repairs=args.max_repairs, **where)
+                          timeout_s=args.timeout, max_retries=args.max_retries, max_repairs=args.max_repairs, **where)
 
 
 def run_offline(model: str, args, plan, done, workdir, on_record, prompts, models: dict) -> None:

@@ -195,7 +195,7 @@ def test_v2_variants_keep_their_meaning_when_the_defaults_change():
     cannot change what a resumed row means."""
     from envgen_jax.llm.settings import LLMSettings
     other = LLMSettings.of(needs=False, targets=False, history="json", only_changes=False, analysis="first_reply",
-                        advice="none")
+                           advice="none")
     v2 = dq.VARIANTS["v2"].settings(other)
     s = v2.strategy
     assert (s.targets, s.needs, s.history, s.only_changes, s.analysis, s.envs_per_reply, s.advice) == \

@@ -69,7 +69,7 @@ def test_prompt_cache_can_be_switched_off(tmp_path):
     # 40 tokens cut the reply short of a design, so the designer asks once more (a repair turn) with the whole first
     # exchange as its prompt's prefix: two exchanges in 15 s, where a design and a feedback reply took 33 s.
     settings = LLMSettings.of(backend="local", model="smollm2-135m", max_tokens=40, prompt_cache=False, max_repairs=1,
-                           advice="none", distinct=False)
+                              advice="none", distinct=False)
     with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
         try:
             designer.generate(1)
