@@ -4,9 +4,11 @@ r"""Does the designer keep writing new environments over a whole run? Four cycle
     python benchmarks/designer_chain.py --seeds 0,1,2 --resume        # add a chain to an earlier file
     python benchmarks/designer_chain.py --config configs/crafter_envgen.yaml \
         --out benchmarks/results/designer_chain_default.json           # the designer the bundled configs run
-    python benchmarks/designer_chain.py --set llm.targets=false --set llm.needs=false --set llm.history=json \
-        --set llm.only_changes=false --set llm.envs_per_reply=null --out benchmarks/results/designer_chain_v1.json
-    python benchmarks/designer_chain.py --set llm.conversation=fresh --out benchmarks/results/designer_chain_fresh.json
+    python benchmarks/designer_chain.py --set llm.strategy.targets=false --set llm.strategy.needs=false \
+        --set llm.strategy.history=json --set llm.strategy.only_changes=false \
+        --set llm.strategy.envs_per_reply=null --out benchmarks/results/designer_chain_v1.json
+    python benchmarks/designer_chain.py --set llm.strategy.conversation=fresh \
+        --out benchmarks/results/designer_chain_fresh.json
     python benchmarks/designer_chain.py --base-url http://localhost:8000/v1 --model Qwen2.5-7B-Instruct
     python benchmarks/designer_chain.py --report --out benchmarks/results/designer_chain_default.json  # no model
 
@@ -31,7 +33,6 @@ already there (same settings) and runs the missing seeds.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import sys
@@ -91,7 +92,7 @@ def run_chain(env: str, settings: LLMSettings, n: int, transcript: Path, client:
         error = f"{type(e).__name__}: {e}"[:2000]
     finally:
         designer.close()
-    return {"env": env, "seed": settings.seed, "ok": error is None, "error": error, "cycles": cycles}
+    return {"env": env, "seed": settings.transport.seed, "ok": error is None, "error": error, "cycles": cycles}
 
 
 def score(chain: dict) -> list[dict]:
@@ -176,20 +177,30 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-# LLM settings added after chain files were first written, with the value that asks as the code did before each
-# existed (its default when added; a later default may differ, so today's LLMSettings() cannot tell).
+# LLM settings added after chain files were first written (or, `unserved`, since moved out of the settings), with
+# the value that asks as the code did without each (its default when added; a later default may differ, so today's
+# LLMSettings() cannot tell).
 BEFORE_ADDED = {"analysis": "each_reply", "distinct": False, "weak_needs": False, "weak_levers": False,
                 "unserved": "accept", "focus": "none"}
+ABSENT = object()
 
 
 def differing(old: dict, new: dict) -> list[str]:
     """The settings that make an earlier file's chains incomparable with new ones: any that differ, except an LLM
-    setting added since (absent from the file) at the value that asks as before (BEFORE_ADDED)."""
+    setting absent from one file (added since, or moved out) at the value that asks as before (BEFORE_ADDED).
+    The `llm:` mappings compare by setting, flat or in their sections (files before the split are flat)."""
     out = [k for k in {**old, **new} if k != "llm" and old.get(k) != new.get(k)]
-    was, now = old.get("llm") or {}, new.get("llm") or {}
+    was, now = (flat_llm(d.get("llm") or {}) for d in (old, new))
     out += [f"llm.{k}" for k in {**was, **now}
-            if (was[k] != now.get(k) if k in was else k not in BEFORE_ADDED or now[k] != BEFORE_ADDED[k])]
+            if was.get(k, BEFORE_ADDED.get(k, ABSENT)) != now.get(k, BEFORE_ADDED.get(k, ABSENT))]
     return out
+
+
+def flat_llm(llm: dict) -> dict:
+    """An `llm:` mapping as one level (a section's keys beside the flat ones)."""
+    sections = {k: v for k, v in llm.items() if isinstance(v, dict)}
+    return {**{k: v for k, v in llm.items() if k not in sections},
+            **{k: v for section in sections.values() for k, v in section.items()}}
 
 
 def parse_args(argv=None):
@@ -197,7 +208,7 @@ def parse_args(argv=None):
     ap.add_argument("--config", type=Path, default=ROOT / "configs" / "study_cpu.yaml",
                     help="run configuration whose llm: section builds the designer (default configs/study_cpu.yaml)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                    help="override a setting of --config, repeatable, e.g. --set llm.envs_per_reply=null")
+                    help="override a setting of --config, repeatable, e.g. --set llm.strategy.envs_per_reply=null")
     ap.add_argument("--env", default="crafter", choices=sorted(CHAIN), help="game (default crafter)")
     ap.add_argument("--seeds", default="0,1", help="one chain per seed, comma list (default 0,1)")
     ap.add_argument("--num-envs", type=int, default=4, help="environments per cycle (default 4, as the study)")
@@ -249,8 +260,8 @@ def main(argv=None, client: Any = None) -> dict:
     except ConfigError as e:
         raise SystemExit(f"error: {e}") from None
     if args.base_url:
-        llm = dataclasses.replace(llm, backend="openai", base_url=args.base_url, model=args.model)
-    model = llm.local_model if llm.resolved_backend() == "local" else llm.model
+        llm = llm.replace(backend="openai", base_url=args.base_url, model=args.model)
+    model = llm.transport.model_name
     config = args.config.resolve()  # relative to the checkout, so that another checkout can resume the file
     settings = {"config": str(config.relative_to(ROOT)) if config.is_relative_to(ROOT) else str(config),
                 "overrides": args.overrides, "env": args.env, "num_envs": args.num_envs, "model": model,
@@ -282,7 +293,7 @@ def main(argv=None, client: Any = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="designer-chain-") as tmp:
         for seed in todo:
             started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            chain = run_chain(args.env, dataclasses.replace(llm, seed=seed), args.num_envs,
+            chain = run_chain(args.env, llm.replace(seed=seed), args.num_envs,
                               Path(tmp) / f"chain_{seed}.jsonl", client)
             chain["measured"] = {**measured, "started": started}  # each chain's own code (the file's is the last)
             print(f"chain seed {seed}: {'ok' if chain['ok'] else chain['error']}, "

@@ -81,7 +81,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from envgen_jax import games  # noqa: E402
 from envgen_jax.llm.designer import Designer  # noqa: E402
 from envgen_jax.llm.errors import DesignError, LLMError  # noqa: E402
-from envgen_jax.llm.prompts import feedback_prompt, generation_prompt  # noqa: E402
+from envgen_jax.llm.prompts import (feedback_prompt, generation_prompt, normalise_success,  # noqa: E402
+                                    weakest_quarter)
 from envgen_jax.llm.settings import LLMSettings  # noqa: E402
 from envgen_jax.llm.spec import EnvSpec  # noqa: E402
 from envgen_jax.llm.transcript import read_transcript  # noqa: E402
@@ -219,11 +220,57 @@ class Variant:
     llm: tuple = ()                          # further LLMSettings fields, as (name, value) pairs
     temperature: float | None = None         # the request's temperature (None: --temperature)
 
-    def settings(self, base: LLMSettings) -> LLMSettings:
-        # Every variant but issue 45's was measured before llm.distinct: without it unless `llm` sets it.
-        extra = {"distinct": False} | dict(self.llm) | ({} if self.temperature is None else
-                                                        {"temperature": self.temperature})
-        return dataclasses.replace(base, advice=self.advice, repair_temperature=self.repair_temperature, **extra)
+    def settings(self, base: LLMSettings) -> "Trial":
+        # Every variant but issue 45's was measured before llm.distinct: without it unless `llm` sets it; and from
+        # the strategy's defaults of then (MEASURED_FROM), so that the adopted defaults cannot move a variant.
+        extra = MEASURED_FROM | {"distinct": False} | dict(self.llm) | ({} if self.temperature is None else
+                                                                         {"temperature": self.temperature})
+        trial = {key: extra.pop(key) for key in ("unserved",) if key in extra}
+        if extra.get("focus") == "lagging":  # the weakest quarter's lagging skills only (TrialDesigner)
+            extra["focus"], trial["lagging"] = "weakest", True
+        settings = base.replace(advice=self.advice, repair_temperature=self.repair_temperature, **extra)
+        return Trial(settings.transport, settings.strategy, **trial)
+
+
+# The strategy's defaults while the variants below were measured (the paper's way): each variant starts from them.
+MEASURED_FROM = {"conversation": "continued", "envs_per_reply": None, "weak_needs": False, "weak_levers": False,
+                 "focus": "none"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial(LLMSettings):
+    """LLM settings plus the ideas measured here and not adopted (docs/designer.md), which are no settings of the
+    designer: TrialDesigner asks them."""
+
+    # "targets_first": when a feedback design leaves a skill of the weakest quarter with no environment whose
+    # settings help it, one environment (one whose weak skills another also serves) is asked again, naming its
+    # targets first, from those skills (v3_targets_where_missing).
+    unserved: str = "accept"
+    # focus "lagging": llm.focus "weakest" round only the weakest quarter's skills that lag far behind the rest
+    # (success at most half the median achievement's; the weakest always) (v3_focus_lagging).
+    lagging: bool = False
+
+
+def lagging_skills(spec: EnvSpec, success: dict) -> list[str]:
+    """The weakest quarter's achievements that lag far behind the rest (focus "lagging"): success at most half
+    the median achievement's, weakest first; the weakest one always."""
+    rates = normalise_success(spec, success)
+    quarter = weakest_quarter(spec, success)
+    cut = statistics.median(m for m, _ in rates.values()) / 2
+    return [quarter[0], *(name for name in quarter[1:] if rates[name][0] <= cut)]
+
+
+class TrialDesigner(Designer):
+    """The designer with a Trial's ideas (plain LLMSettings: the designer as it is)."""
+
+    def focus_skills(self, success):
+        if getattr(self.settings, "lagging", False) and self.strategy.focus == "weakest":
+            return lagging_skills(self.spec, success)
+        return super().focus_skills(success)
+
+    def unserved_skills(self, success):
+        return weakest_quarter(self.spec, success) if getattr(self.settings, "unserved", "") == "targets_first" \
+            else super().unserved_skills(success)
 
 
 # How the designer was asked before this round: achievements by name only, no targets, earlier designs as JSON.
@@ -339,7 +386,7 @@ def earlier_state(spec: EnvSpec, n: int, settings: LLMSettings | None = None) ->
     previous = PREVIOUS[spec.name][:n]
     reply = {"analysis": PREVIOUS_ANALYSIS, "environments": [{"purpose": p, "config": c} for p, c in previous]}
     return {"version": 1, "env": spec.name, "requests": 1, "mode": None, "calls": 0,
-            "messages": [{"role": "user", "content": generation_prompt(spec, n, settings)},
+            "messages": [{"role": "user", "content": generation_prompt(spec, n, settings and settings.strategy)},
                          {"role": "assistant", "content": json.dumps(reply)}],
             "configs": [c for _, c in previous], "purposes": [p for p, _ in previous]}
 
@@ -348,9 +395,9 @@ def ask(call: Call, spec: EnvSpec, settings: LLMSettings, n: int, transcript: Pa
     """Make one request with a fresh designer; the transcript records it. Returns the error, if the call failed."""
     profile = PROFILES[call.env][call.profile]
     if profile.first_cycle:
-        designer = Designer(spec, settings, transcript, client=client)
+        designer = TrialDesigner(spec, settings, transcript, client=client)
     else:
-        designer = Designer.from_state(earlier_state(spec, n, settings), settings, transcript, env=spec,
+        designer = TrialDesigner.from_state(earlier_state(spec, n, settings), settings, transcript, env=spec,
                                        client=client)
     try:
         if profile.first_cycle:
@@ -369,7 +416,7 @@ def measure(call: Call, spec: EnvSpec, settings: LLMSettings, n: int, workdir: P
     transcript = workdir / f"{'-'.join(map(str, call.key))}.jsonl".replace("/", "_")
     transcript.unlink(missing_ok=True)
     start = time.monotonic()
-    error = ask(call, spec, dataclasses.replace(settings, seed=call.repeat), n, transcript, client)
+    error = ask(call, spec, settings.replace(seed=call.repeat), n, transcript, client)
     wall = time.monotonic() - start
     records = read_transcript(transcript) if transcript.exists() else []
     tries = [r for r in records if r["event"] == "exchange"]
@@ -890,15 +937,16 @@ def write(result: dict, out: Path, with_plot: bool = False) -> dict:
 def prompt_text(spec: EnvSpec, env: str, profile: str, n: int, settings: LLMSettings | None = None) -> str:
     """The user turn a call sends (a feedback call sends it after the earlier turn of `earlier_state`)."""
     prof = PROFILES[env][profile]
+    strategy = settings and settings.strategy
     if prof.first_cycle:
-        return generation_prompt(spec, n, settings)
+        return generation_prompt(spec, n, strategy)
     previous = [spec.config_cls.from_dict(c) for _, c in PREVIOUS[env][:n]]
-    return feedback_prompt(spec, success_rates(env, prof), previous, n, settings=settings)
+    return feedback_prompt(spec, success_rates(env, prof), previous, n, settings=strategy)
 
 
 def repeats_of(variant_settings: LLMSettings, plan: dict) -> int:
     """Requests per profile: a greedy variant answers every seed alike, so one says all."""
-    return 1 if variant_settings.temperature == 0 else plan["repeats"]
+    return 1 if variant_settings.transport.temperature == 0 else plan["repeats"]
 
 
 def calls_left(model: str, settings: LLMSettings, plan: dict, done: set) -> int:
@@ -931,8 +979,8 @@ def run_model(model: str, settings: LLMSettings, plan: dict, done: set, workdir:
 
 
 def llm_settings(args, **where) -> LLMSettings:
-    return LLMSettings(backend="openai", temperature=args.temperature, max_tokens=args.max_tokens,
-                       timeout_s=args.timeout, max_retries=args.max_retries, max_repairs=args.max_repairs, **where)
+    return LLMSettings.of(backend="openai", temperature=args.temperature, max_tokens=args.max_tokens,
+                          timeout_s=args.timeout, max_retries=args.max_retries, max_repairs=args.max_repairs, **where)
 
 
 def run_offline(model: str, args, plan, done, workdir, on_record, prompts, models: dict) -> None:

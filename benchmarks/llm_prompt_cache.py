@@ -42,8 +42,10 @@ def conversation(model: str, calls: int, cache: bool, n: int, max_tokens: int) -
     """One designer conversation of `calls` calls; per call what the transcript recorded."""
     with tempfile.TemporaryDirectory() as tmp:
         transcript = Path(tmp) / "t.jsonl"
-        settings = LLMSettings(backend="local", model=model, prompt_cache=cache, max_tokens=max_tokens,
-                               timeout_s=900.0)
+        # the continued conversation (the paper's way) the cache serves, as measured
+        settings = LLMSettings.of(backend="local", model=model, prompt_cache=cache, max_tokens=max_tokens,
+                                  timeout_s=900.0, conversation="continued", envs_per_reply=None, weak_needs=False,
+                                  weak_levers=False, focus="none")
         with Designer(games.get("crafter").designer_spec(), settings, transcript) as designer:
             for call in range(calls):
                 start = time.monotonic()

@@ -83,9 +83,10 @@ def run_overrides(args) -> list[str]:
 def check_llm(cfg, method: str) -> dict:
     """Fail before training when the configured LLM cannot work; describe what will answer."""
     from envgen_jax.llm.local_server import find_gguf, missing_server_modules
-    backend = cfg.llm.resolved_backend()
-    info = {"mode": "config", "backend": backend, "model": cfg.llm.model,
-            "base_url": cfg.llm.base_url or os.environ.get("OPENAI_BASE_URL")}
+    llm = cfg.llm.transport
+    backend = llm.resolved_backend()
+    info = {"mode": "config", "backend": backend, "model": llm.model,
+            "base_url": llm.base_url or os.environ.get("OPENAI_BASE_URL")}
     if not cfg.uses_llm:
         return {"mode": "none", "what": f"{method} uses no LLM"}
     if backend == "local":
@@ -94,12 +95,12 @@ def check_llm(cfg, method: str) -> dict:
             raise SystemExit(f"{method}: the offline LLM needs {', '.join(missing)} (not installed here); configure "
                              f"an endpoint (--llm-set base_url=... --llm-set model=...), install it (make install), "
                              f"or use --llm scripted (no LLM: a smoke test, not the paper's method)")
-        gguf = find_gguf(cfg.llm.gguf_path)
+        gguf = find_gguf(llm.gguf_path)
         info.update(model="SmolLM2-135M-Instruct (local, llama-cpp-python)", gguf=gguf.name)
-    elif backend == "openai" and not cfg.llm.model:
+    elif backend == "openai" and not llm.model:
         raise SystemExit(f"{method}: an OpenAI-compatible endpoint needs a model: --llm-set model=NAME")
     elif backend == "replay":
-        info["replay_path"] = cfg.llm.replay_path
+        info["replay_path"] = llm.replay_path
     return info
 
 

@@ -16,7 +16,8 @@ from typing import Literal, Sequence
 
 from envgen_jax.config_io import apply_overrides, from_mapping, load_config_file, to_mapping
 from envgen_jax import games, methods
-from envgen_jax.llm.settings import LLMSettings
+from envgen_jax.llm import settings as llm_settings
+from envgen_jax.llm.settings import LLMSettings, read_llm
 from envgen_jax.schema import ConfigError, Declared, bounded, declared_problems
 from envgen_jax.trainer.ppo import HYPERPARAMS, PPOConfig
 
@@ -136,7 +137,8 @@ class RunConfig:
     ppo: PPOConfig = PPOConfig()
     schedule: ScheduleConfig = ScheduleConfig()
     eval: EvalConfig = EvalConfig()
-    llm: LLMSettings = LLMSettings()
+    llm: LLMSettings = dataclasses.field(default=LLMSettings(), metadata={"read": read_llm})
+    """the designer: `transport` (how to reach the model) and `strategy` (how to ask it); flat keys still read"""
     output: OutputConfig = OutputConfig()
     method_options: methods.MethodOptions = dataclasses.field(default_factory=lambda: methods.MethodOptions())
     """each method's own settings, declared by the method (`Method.OPTIONS`): `method_options: {sfl: {pool: 64}}`;
@@ -234,6 +236,7 @@ def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = (
     problems: list[str] = []
     data = games.upgrade_run_settings(apply_overrides(data, overrides, problems), problems, overrides)  # heist_mode
     data, moved = methods.upgrade_run_settings(data, problems, overrides)  # ued: -> method_options
+    data = llm_settings.upgrade_run_settings(data, overrides)  # a --set wins, flat or in its llm section
     config = from_mapping(RunConfig, data, problems=problems)
     if problems:  # a wrong --set string is reported with the settings' problems
         raise ConfigError(methods.renamed(problems, moved), what="run configuration")

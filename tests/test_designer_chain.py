@@ -14,6 +14,9 @@ from envgen_jax.envs.crafter.config import CrafterConfig  # noqa: E402
 from envgen_jax.llm.testing import ScriptedClient, design_json, varied_configs  # noqa: E402
 from envgen_jax.llm.settings import LLMSettings  # noqa: E402
 
+# The paper's way of asking (one reply a cycle, in one conversation), pinned in the old flat keys, which still read.
+PAPER = "  envs_per_reply: null\n  conversation: continued\n  weak_needs: false\n  weak_levers: false\n  focus: none\n"
+
 A = varied_configs(CrafterConfig, 4)
 B = varied_configs(CrafterConfig, 4, offset=9)
 ZOMBIES = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
@@ -24,7 +27,8 @@ SCRIPT = [design_json(A), design_json(B), design_json(B), design_json([A[2], ZOM
 
 def _config(tmp_path):
     path = tmp_path / "run.yaml"  # one reply per cycle, taken as it comes: exactly the script above
-    path.write_text("env: crafter\nllm:\n  temperature: 0.7\n  targets: false\n  advice: none\n  max_repairs: 0\n")
+    path.write_text("env: crafter\nllm:\n  temperature: 0.7\n  targets: false\n  advice: none\n  max_repairs: 0\n"
+                    + PAPER)
     return path
 
 
@@ -73,7 +77,7 @@ def test_resume_refuses_other_settings_but_not_a_setting_added_since_at_its_earl
     settings = {"config": "c.yaml", "num_envs": 4, "llm": {"temperature": 0.7, "needs": True}}
     # a field the file predates, at the value that asks as the code did before it (not today's default)
     added = {**settings, "llm": {**settings["llm"], "analysis": "each_reply"}}
-    assert chain.differing(settings, added) == [] and LLMSettings().analysis == "first_reply"
+    assert chain.differing(settings, added) == [] and LLMSettings().strategy.analysis == "first_reply"
     assert chain.differing(settings, {**added, "llm": {**added["llm"], "analysis": "first_reply"}}) == \
         ["llm.analysis"]
     assert chain.differing(settings, {**settings, "llm": {**settings["llm"], "advice": "all"}}) == ["llm.advice"]
@@ -82,13 +86,18 @@ def test_resume_refuses_other_settings_but_not_a_setting_added_since_at_its_earl
     assert chain.differing(settings, {**added, "llm": {**added["llm"], "distinct": True}}) == ["llm.distinct"]
     assert chain.differing(settings, {**settings, "num_envs": 2, "llm": {"temperature": 0.0, "needs": True}}) == \
         ["num_envs", "llm.temperature"]
+    # files written since the split hold the strategy in its section; `unserved` left the settings at "accept"
+    split = {**settings, "llm": {"temperature": 0.7, "strategy": {"needs": True, "analysis": "each_reply"}}}
+    assert chain.differing({**settings, "llm": {**settings["llm"], "unserved": "accept"}}, split) == []
+    assert chain.differing({**settings, "llm": {**settings["llm"], "unserved": "targets_first"}}, split) == \
+        ["llm.unserved"]
 
 
 def test_a_guarded_chain_asks_repeats_again_and_report_rebuilds_without_a_model(tmp_path):
     """llm.distinct (on by default) with its repair budget: cycle 3 repeats cycle 2's design and is asked again once;
     the chain counts the re-ask, and --report rebuilds the table from the stored chains alone."""
     path = tmp_path / "run.yaml"
-    path.write_text("env: crafter\nllm:\n  temperature: 0.7\n  advice: none\n  max_repairs: 1\n")
+    path.write_text("env: crafter\nllm:\n  temperature: 0.7\n  advice: none\n  max_repairs: 1\n" + PAPER)
     C = varied_configs(CrafterConfig, 4, offset=3)
     script = [design_json(A), design_json(B), design_json(B), design_json(C), design_json([ZOMBIES, *A[:1], *B[:2]]),
               design_json([ZOMBIES, ZOMBIES, *varied_configs(CrafterConfig, 2, offset=17)])]

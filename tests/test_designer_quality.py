@@ -194,15 +194,17 @@ def test_v2_variants_keep_their_meaning_when_the_defaults_change():
     """A variant names what was measured: v2's settings are pinned, so a later LLMSettings default (say, needs off)
     cannot change what a resumed row means."""
     from envgen_jax.llm.settings import LLMSettings
-    other = LLMSettings(needs=False, targets=False, history="json", only_changes=False, analysis="first_reply",
-                        advice="none")
+    other = LLMSettings.of(needs=False, targets=False, history="json", only_changes=False, analysis="first_reply",
+                           advice="none")
     v2 = dq.VARIANTS["v2"].settings(other)
-    assert (v2.targets, v2.needs, v2.history, v2.only_changes, v2.analysis, v2.envs_per_reply, v2.advice) == \
+    s = v2.strategy
+    assert (s.targets, s.needs, s.history, s.only_changes, s.analysis, s.envs_per_reply, s.advice) == \
         (True, True, "summary", True, "each_reply", 1, "all")
     once = dq.VARIANTS["v2_analysis_once"].settings(LLMSettings())
-    assert (once.needs, once.analysis, once.targets, once.advice) == (True, "first_reply", True, "all")
+    s = once.strategy
+    assert (s.needs, s.analysis, s.targets, s.advice) == (True, "first_reply", True, "all")
     no_advice = dq.VARIANTS["v2_no_advice"].settings(LLMSettings())
-    assert dataclasses.replace(no_advice, advice="all") == v2  # v2 in every other setting
+    assert no_advice.replace(advice="all") == v2  # v2 in every other setting
 
 
 def test_v3_is_the_designer_the_bundled_configs_run():
@@ -214,15 +216,20 @@ def test_v3_is_the_designer_the_bundled_configs_run():
               "repair_temperature", "temperature", "max_repairs", "max_tokens")
     v3 = dq.VARIANTS["v3"].settings(dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"])))
     now = dq.VARIANTS["v3_focus_levers"].settings(dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"])))
+    assert (now.unserved, now.lagging) == ("accept", False)  # no idea measured and not adopted
+    v3, now = v3.flat(), now.flat()
     for name in ("crafter_envgen.yaml", "heist_envgen.yaml"):
-        bundled = load_run_config(ROOT / "configs" / name).llm
-        assert {f: getattr(v3, f) for f in fields} == {f: getattr(bundled, f) for f in fields}, name
+        bundled = load_run_config(ROOT / "configs" / name).llm.flat()
+        assert {f: v3[f] for f in fields} == {f: bundled[f] for f in fields}, name
         # since issue 45 the bundled designer has the guard, the weakest skills' needs, one weak skill per
-        # environment and the settings that make each easier (each adopted by its rule): v3_focus_levers
-        issue_45 = (*fields, "distinct", "weak_needs", "weak_levers", "unserved", "focus")
-        assert {f: getattr(now, f) for f in issue_45} == {f: getattr(bundled, f) for f in issue_45}, name
-    flipped = dq.VARIANTS["v3"].settings(LLMSettings(targets=True, advice="all", history="summary"))
-    assert (flipped.targets, flipped.advice, flipped.history) == (False, "none", "json")  # pinned
+        # environment and the settings that make each easier (each adopted by its rule): v3_focus_levers, which
+        # is also LLMSettings' own strategy
+        issue_45 = (*fields, "distinct", "weak_needs", "weak_levers", "focus")
+        assert {f: now[f] for f in issue_45} == {f: bundled[f] for f in issue_45}, name
+        assert LLMSettings().strategy == load_run_config(ROOT / "configs" / name).llm.strategy, name
+    flipped = dq.VARIANTS["v3"].settings(LLMSettings.of(targets=True, advice="all", history="summary"))
+    s = flipped.strategy
+    assert (s.targets, s.advice, s.history) == (False, "none", "json")  # pinned
 
 
 def test_variants_are_paired_with_v2_request_by_request():
@@ -345,11 +352,12 @@ def test_issue_45_variants_are_v3_distinct_plus_one_setting():
     from envgen_jax.llm.settings import LLMSettings
     base = dq.llm_settings(dq.parse_args(["--models", "qwen2.5-coder-1.5b"]))
     v3, guarded = (dq.VARIANTS[v].settings(base) for v in ("v3", "v3_distinct"))
-    assert not v3.distinct and guarded.distinct and dataclasses.replace(guarded, distinct=False) == v3
-    assert dq.VARIANTS["v2"].settings(LLMSettings()).distinct is False  # measured before the guard
+    assert not v3.strategy.distinct and guarded.strategy.distinct and guarded.replace(distinct=False) == v3
+    assert dq.VARIANTS["v2"].settings(LLMSettings()).strategy.distinct is False  # measured before the guard
     for variant, change in (("v3_weak_needs", {"weak_needs": True}),
                             ("v3_weak_levers", {"weak_needs": True, "weak_levers": True}),
                             ("v3_targets_where_missing", {"unserved": "targets_first"}),
                             ("v3_focus_weakest", {"weak_needs": True, "focus": "weakest"}),
                             ("v3_focus_levers", {"weak_needs": True, "focus": "weakest", "weak_levers": True})):
-        assert dq.VARIANTS[variant].settings(base) == dataclasses.replace(guarded, **change), variant
+        trial = {key: change.pop(key) for key in ("unserved",) if key in change}  # the benchmark's own (Trial)
+        assert dq.VARIANTS[variant].settings(base) == dataclasses.replace(guarded.replace(**change), **trial), variant

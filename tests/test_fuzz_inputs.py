@@ -375,7 +375,7 @@ def test_run_config_mapping_either_builds_what_was_given_or_names_every_wrong_ke
 
 
 # Settings where a negative number means something (seeds).
-NEGATIVE_OK = {"seed", "llm.seed"}
+NEGATIVE_OK = {"seed", "llm.seed", "llm.transport.seed"}
 
 
 @pytest.mark.parametrize("path", sorted(p for p, tp in RUN_LEAVES.items()

@@ -14,6 +14,7 @@ from envgen_jax import games
 from envgen_jax.cli import main
 from envgen_jax.llm import Designer, LLMSettings
 from envgen_jax.llm.prompts import feedback_prompt, generation_prompt
+from envgen_jax.llm.settings import Strategy
 from envgen_jax.llm.testing import ScriptedClient, auto_reply
 from envgen_jax.methods.base import Method
 from envgen_jax.run_config import RunConfig, load_run_config
@@ -183,10 +184,10 @@ def test_a_new_game_is_one_package_and_one_registry_line(toy, tmp_path, capsys):
     text = generation_prompt(spec, 2)
     assert text.startswith("Design 2 rooms of Toy.") and "world_settings.coins" in text
     assert "\ncollect_coin\n" in text  # by name; with llm.needs, with what it needs from the game's needs.txt
-    assert "collect_coin: needs a coin in the room" in generation_prompt(spec, 2, LLMSettings(needs=True))
+    assert "collect_coin: needs a coin in the room" in generation_prompt(spec, 2, Strategy(needs=True))
     assert "cross_room: 50%" in feedback_prompt(spec, {"collect_coin": 10.0, "cross_room": 50.0}, [], 2)
     client = ScriptedClient(default=auto_reply(config_cls))
-    configs, _ = Designer(spec, LLMSettings(backend="openai", model="fake"), client=client).generate(2)
+    configs, _ = Designer(spec, LLMSettings.of(backend="openai", model="fake"), client=client).generate(2)
     assert len(configs) == 2 and all(type(c) is config_cls for c in configs)
     rich = config_cls.from_dict({"world_settings": {"coins": 5}})
     assert spec.targeting.helps(rich, ["cross_room"]) == ["world_settings.coins"]  # a prerequisite's lever

@@ -1,5 +1,6 @@
 """`envgen-jax llm generate`: the designer on its own, against a fake OpenAI-compatible server."""
 
+import itertools
 import json
 
 import pytest
@@ -9,13 +10,14 @@ from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS
 from envgen_jax.llm.testing import FakeOpenAIServer, completion_body, design_json, varied_configs
 
-GOOD = design_json(varied_configs(CrafterConfig, 4), [f"purpose {i}" for i in range(4)])
-GOOD_2 = design_json(varied_configs(CrafterConfig, 2, offset=7))
+# `llm generate` asks as a run does by default: one environment per reply (llm.strategy.envs_per_reply).
+GOOD = [design_json([c], [f"purpose {i}"]) for i, c in enumerate(varied_configs(CrafterConfig, 4))]
+GOOD_2 = [design_json([c]) for c in varied_configs(CrafterConfig, 2, offset=7)]
 
 
 @pytest.fixture
 def server():
-    replies = [GOOD, GOOD_2]
+    replies = [*GOOD, *GOOD_2]
     with FakeOpenAIServer(lambda request: (200, completion_body(replies.pop(0) if replies else "junk"), {})) as s:
         yield s
 
@@ -32,6 +34,7 @@ def test_generate_feedback_and_replay(tmp_path, server, capsys, monkeypatch):
         varied_configs(CrafterConfig, 4)
     assert (tmp_path / "envs.transcript.jsonl").is_file()
     assert "wrote 4 configurations" in capsys.readouterr().out
+    assert len(server.requests) == 4  # the adopted designer's way: one environment per reply
 
     feedback = tmp_path / "success.json"
     feedback.write_text(json.dumps({name: [10.0, 2.0] for name in CRAFTER_ACHIEVEMENTS}))
@@ -40,14 +43,14 @@ def test_generate_feedback_and_replay(tmp_path, server, capsys, monkeypatch):
     assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
                 "--out", str(out2), "--transcript", str(transcript), *common]) == 0
     assert len(json.loads(out2.read_text())["environments"]) == 2
-    prompt = server.requests[1]["messages"][0]["content"]
+    prompt = server.requests[4]["messages"][0]["content"]  # a fresh conversation: the generation prompt first
     assert "collect_coal: 10% +/- 2%" in prompt and "Environment 4: {" in prompt  # llm.history "json"
 
     out3 = tmp_path / "envs3.json"
     assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
                 "--backend", "replay", "--transcript", str(transcript), "--out", str(out3)]) == 0
     assert json.loads(out3.read_text())["environments"] == json.loads(out2.read_text())["environments"]
-    assert len(server.requests) == 2  # the replay never touched the server
+    assert len(server.requests) == 6  # the replay never touched the server
 
 
 def _fails(argv, capsys, status, *fragments):
@@ -96,11 +99,13 @@ def test_generate_writes_the_targets_each_environment_names(tmp_path, capsys):
     iron = {"environment_settings": {"target_biome": "mountain", "iron_rarity": "very common"},
             "inventory_settings": {"stone_pickaxe": 1}}
     zombies = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
-    reply = design_json([iron, zombies], ["iron", "zombies"], targets=[["collect_iron"], ["defeat_zombie"]])
+    replies = [design_json([iron], ["iron"], targets=[["collect_iron"]]),
+               design_json([zombies], ["zombies"], targets=[["defeat_zombie"]])]
+    answers = itertools.cycle(replies)  # one environment per reply, in this order
     out = tmp_path / "envs.json"
     config = tmp_path / "llm.yaml"  # the designer that asks for targets and shows them back in words
     config.write_text("llm:\n  targets: true\n  history: summary\n")
-    with FakeOpenAIServer(lambda request: (200, completion_body(reply), {})) as s:
+    with FakeOpenAIServer(lambda request: (200, completion_body(next(answers)), {})) as s:
         assert run(["llm", "generate", "--num-envs", "2", "--base-url", s.base_url, "--model", "fake",
                     "--llm-config", str(config), "--out", str(out)]) == 0
     written = json.loads(out.read_text())["environments"]
@@ -110,7 +115,7 @@ def test_generate_writes_the_targets_each_environment_names(tmp_path, capsys):
     # Read back with --previous, the targets are shown to the designer as a run's second cycle shows them.
     feedback = tmp_path / "success.json"
     feedback.write_text(json.dumps({name: 20.0 for name in CRAFTER_ACHIEVEMENTS}))
-    with FakeOpenAIServer(lambda request: (200, completion_body(reply), {})) as s:
+    with FakeOpenAIServer(lambda request: (200, completion_body(next(answers)), {})) as s:
         assert run(["llm", "generate", "--feedback", str(feedback), "--previous", str(out), "--num-envs", "2",
                     "--base-url", s.base_url, "--model", "fake", "--llm-config", str(config),
                     "--out", str(tmp_path / "envs2.json")]) == 0

@@ -7,6 +7,7 @@ import pytest
 from envgen_jax import games
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import Designer, DesignError, LLMError, LLMSettings, ReplayError
+from envgen_jax.llm.settings import Strategy
 from envgen_jax.llm.errors import RequestRefused, TransientLLMError
 from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS
 from envgen_jax.llm.testing import ScriptedClient, auto_reply, design_json, varied_configs
@@ -15,17 +16,20 @@ from envgen_jax.llm.transcript import read_transcript
 CRAFTER = games.get("crafter").designer_spec()  # the game's view, as the loop and the CLI build it
 # advice "all": these tests follow valid but wasteful designs back for repair (the default, "none", accepts them);
 # distinct off, so that repeats go back as advice repair turns (the guard's own tests turn it on, as by default)
-SETTINGS = LLMSettings(backend="openai", model="fake", backoff_s=0.01, backoff_max_s=0.02, max_retries=2,
-                       advice="all", distinct=False)
+# The paper's way of asking (the strategy's defaults before the adopted designer): the whole design in one reply, in
+# one conversation; the tests of the adopted ideas set them.
+PAPER = dict(envs_per_reply=None, conversation="continued", weak_needs=False, weak_levers=False, focus="none")
+SETTINGS = LLMSettings.of(backend="openai", model="fake", backoff_s=0.01, backoff_max_s=0.02, max_retries=2,
+                          advice="all", distinct=False, **PAPER)
 SUCCESS = {name: (float(i), 1.0) for i, name in enumerate(CRAFTER_ACHIEVEMENTS)}
 GOOD = design_json(varied_configs(CrafterConfig, 4))
 GOOD_3 = design_json(varied_configs(CrafterConfig, 3, offset=5))
 
 
-def make(tmp_path, replies, settings=SETTINGS, **kw):
+def make(tmp_path, replies, settings=SETTINGS, designer=Designer, **kw):
     client = ScriptedClient(replies)
     sleeps = []
-    designer = Designer(CRAFTER, settings, tmp_path / "t.jsonl", client=client, sleep=sleeps.append, **kw)
+    designer = designer(CRAFTER, settings, tmp_path / "t.jsonl", client=client, sleep=sleeps.append, **kw)
     return designer, client, sleeps
 
 
@@ -66,14 +70,14 @@ def test_bad_reply_is_repaired_with_the_problems(tmp_path):
 
 
 def test_repair_turns_sample_with_their_own_temperature_and_seed(tmp_path):
-    settings = LLMSettings(**{**SETTINGS.to_dict(), "repair_temperature": 0.7, "seed": 10})
+    settings = SETTINGS.replace(repair_temperature=0.7, seed=10)
     designer, client, _ = make(tmp_path, ["prose only, sorry", "still prose", GOOD], settings=settings)
     designer.generate(4)
     assert [(c["temperature"], c.get("seed")) for c in client.calls] == [(0.0, 10), (0.7, 11), (0.7, 12)]
     log = [r for r in events(tmp_path) if r["event"] == "exchange"]
     assert [r["temperature"] for r in log] == [0.0, 0.7, 0.7]
     with pytest.raises(Exception, match="repair_temperature"):
-        LLMSettings(repair_temperature=-1)
+        LLMSettings.of(repair_temperature=-1)
 
 
 def test_design_error_after_bounded_repairs(tmp_path):
@@ -91,7 +95,7 @@ def test_design_error_after_bounded_repairs(tmp_path):
 
 
 def test_max_repairs_zero(tmp_path):
-    designer, client, _ = make(tmp_path, ["nope"], settings=LLMSettings(**{**SETTINGS.to_dict(), "max_repairs": 0}))
+    designer, client, _ = make(tmp_path, ["nope"], settings=SETTINGS.replace(max_repairs=0))
     with pytest.raises(DesignError, match="after 1 reply"):
         designer.generate(4)
 
@@ -193,7 +197,7 @@ def _record_run(tmp_path):
 
 def test_replay_reproduces_a_recorded_run(tmp_path):
     recorded = _record_run(tmp_path)
-    replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
+    replay = LLMSettings.of(backend="replay", replay_path=str(tmp_path / "rec.jsonl"), **PAPER)
     with Designer(CRAFTER, replay, tmp_path / "replayed.jsonl") as d:
         replayed = [d.generate(4), d.feedback(SUCCESS, 3)]
         with pytest.raises(ReplayError, match="goes further than the recorded one"):
@@ -208,18 +212,19 @@ def test_replay_reproduces_a_recorded_run(tmp_path):
 
 def test_replay_detects_divergence(tmp_path):
     _record_run(tmp_path)
-    replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
+    replay = LLMSettings.of(backend="replay", replay_path=str(tmp_path / "rec.jsonl"), **PAPER)
     d = Designer(CRAFTER, replay)
     d.generate(4)
     with pytest.raises(ReplayError, match="diverged at .*call #5.*--set llm.distinct=false"):
         d.feedback({**SUCCESS, "collect_coal": (99.0, 0.0)}, 3)
     with pytest.raises(ReplayError, match="does not exist"):
-        Designer(CRAFTER, LLMSettings(backend="replay", replay_path=str(tmp_path / "nope.jsonl"))).generate(4)
+        absent = LLMSettings.of(backend="replay", replay_path=str(tmp_path / "nope.jsonl"), **PAPER)
+        Designer(CRAFTER, absent).generate(4)
 
 
 def test_replay_resumes_from_a_checkpoint(tmp_path):
     recorded = _record_run(tmp_path)
-    replay = LLMSettings(backend="replay", replay_path=str(tmp_path / "rec.jsonl"))
+    replay = LLMSettings.of(backend="replay", replay_path=str(tmp_path / "rec.jsonl"), **PAPER)
     d = Designer(CRAFTER, replay)
     d.generate(4)
     resumed = Designer.from_state(d.state_dict(), replay, env=CRAFTER)
@@ -233,26 +238,26 @@ def test_auto_reply_client_serves_any_size(tmp_path):
 
 
 def test_settings_validation_and_backend_resolution(monkeypatch):
-    with pytest.raises(ValueError, match="llm.backend"):
-        LLMSettings(backend="magic")
+    with pytest.raises(ValueError, match="llm.transport.backend"):
+        LLMSettings.of(backend="magic")
     with pytest.raises(ValueError, match="replay_path"):
-        LLMSettings(backend="replay")
+        LLMSettings.of(backend="replay")
     with pytest.raises(ValueError, match="llm.colour: unknown setting"):
         LLMSettings.from_dict({"colour": "red"})
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    assert LLMSettings().resolved_backend() == "local"
+    assert LLMSettings().transport.resolved_backend() == "local"
     monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:9/v1")
-    assert LLMSettings().resolved_backend() == "openai"
-    assert LLMSettings(api_key="sk-secret").to_dict()["api_key"] is None
+    assert LLMSettings().transport.resolved_backend() == "openai"
+    assert LLMSettings.of(api_key="sk-secret").to_dict()["api_key"] is None
 
 
 def test_openai_backend_needs_model_and_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(LLMError, match="needs a model name"):
-        Designer(CRAFTER, LLMSettings(backend="openai")).generate(4)
+        Designer(CRAFTER, LLMSettings.of(backend="openai")).generate(4)
     with pytest.raises(LLMError, match="OPENAI_API_KEY"):
-        Designer(CRAFTER, LLMSettings(backend="openai", model="m")).generate(4)
+        Designer(CRAFTER, LLMSettings.of(backend="openai", model="m")).generate(4)
 
 
 def test_transient_error_classification():
@@ -269,7 +274,8 @@ def test_shipped_llm_configs_load(name):
 
     path = Path(__file__).resolve().parents[1] / "configs" / name
     settings = LLMSettings.from_file(path)
-    assert settings.backend in ("local", "openai") and settings.max_repairs == 2 and settings.api_key is None
+    transport = settings.transport
+    assert transport.backend in ("local", "openai") and settings.strategy.max_repairs == 2 and transport.api_key is None
 
 
 def test_spec_check_problems_are_repaired(tmp_path):
@@ -315,7 +321,7 @@ def test_curricula_ask_as_many_per_reply_as_the_settings_say(tmp_path):
     from envgen_jax.llm.testing import asked_count
     from envgen_jax.methods import adversarial, easy_to_hard
 
-    settings = LLMSettings(**{**SETTINGS.to_dict(), "envs_per_reply": 1, "targets": False})
+    settings = SETTINGS.replace(envs_per_reply=1, targets=False)
     replies = [design_json([c]) for c in varied_configs(CrafterConfig, 6, offset=3)]
     designer, client, _ = make(tmp_path, replies, settings=settings)
     assert len(easy_to_hard.request(designer, 0, 4, 3).configs) == 3
@@ -339,16 +345,16 @@ def test_repeated_or_unchanged_environments_go_back_once_and_never_fail_the_step
     assert "environments[1].config is the same as environments[0].config" in repair
     assert "environments[2].config changes nothing" in repair
     # Still wasteful after the last repair: used as it is, with the advice on record.
-    settings = LLMSettings(**{**SETTINGS.to_dict(), "max_repairs": 1})
+    settings = SETTINGS.replace(max_repairs=1)
     designer, client, _ = make(tmp_path / "b", [wasteful, wasteful], settings=settings)
     configs, _ = designer.generate(3)
     assert len(configs) == 3 and configs[0] == configs[1] and len(client.calls) == 2
     design = [r for r in read_transcript(tmp_path / "b" / "t.jsonl") if r["event"] == "design"][0]
     assert design["ok"] and len(design["advice_left"]) == 2
     # By default (llm.advice "none") a valid design is accepted as it is, with no repair turn.
-    default = LLMSettings(**{**SETTINGS.to_dict(), "advice": LLMSettings().advice})
+    default = SETTINGS.replace(advice=LLMSettings().strategy.advice)
     designer, client, _ = make(tmp_path / "c", [wasteful], settings=default)
-    assert len(designer.generate(3)[0]) == 3 and len(client.calls) == 1 and default.advice == "none"
+    assert len(designer.generate(3)[0]) == 3 and len(client.calls) == 1 and default.strategy.advice == "none"
 
 
 def test_repeats_of_the_trained_design_and_unkept_purposes_go_back_once(tmp_path):
@@ -367,22 +373,22 @@ def test_repeats_of_the_trained_design_and_unkept_purposes_go_back_once(tmp_path
     assert "environments[1]: the purpose does not match the config: it promises sword" in repair
     # advice "duplicates" (and "none") accept the same reply as it is
     for checks in ("duplicates", "none"):
-        settings = LLMSettings(**{**SETTINGS.to_dict(), "advice": checks})
+        settings = SETTINGS.replace(advice=checks)
         designer, client, _ = make(tmp_path / checks, [design_json(first), lazy], settings=settings)
         designer.generate(2)
         designer.feedback({a: 10.0 for a in CRAFTER_ACHIEVEMENTS}, 2)
         assert len(client.calls) == 2
-    with pytest.raises(Exception, match="llm.advice"):
-        LLMSettings(advice="some")
+    with pytest.raises(Exception, match="llm.strategy.advice"):
+        LLMSettings.of(advice="some")
 
 
 def test_request_timeout_defaults_to_the_backend(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    assert LLMSettings().request_timeout_s == 900.0  # the offline model: minutes per reply on a small CPU
-    assert LLMSettings(backend="openai", model="gpt-4o-mini").request_timeout_s == 120.0
-    assert LLMSettings(backend="local", timeout_s=30).request_timeout_s == 30
-    with pytest.raises(Exception, match="llm.timeout_s"):
-        LLMSettings(timeout_s=0)
+    assert LLMSettings().transport.request_timeout_s == 900.0  # the offline model: minutes per reply on a small CPU
+    assert LLMSettings.of(backend="openai", model="gpt-4o-mini").transport.request_timeout_s == 120.0
+    assert LLMSettings.of(backend="local", timeout_s=30).transport.request_timeout_s == 30
+    with pytest.raises(Exception, match="llm.transport.timeout_s"):
+        LLMSettings.of(timeout_s=0)
 
 
 def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
@@ -395,7 +401,7 @@ def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
     unknown = design_json([iron, iron], targets=[["mine_iron"], []])
     zombies = {"creature_settings": {"zombies": "very common"}, "inventory_settings": {"wood_sword": 1}}
     good = design_json([iron, zombies], targets=[["collect_iron"], ["defeat_zombie"]])
-    on = LLMSettings(**{**SETTINGS.to_dict(), "targets": True, "history": "summary"})
+    on = SETTINGS.replace(targets=True, history="summary")
     designer, client, _ = make(tmp_path, [unknown, unserved, good], settings=on)
     configs, _ = designer.generate(2)
     item = client.calls[0]["response_format"]["json_schema"]["schema"]["properties"]["environments"]["items"]
@@ -418,7 +424,7 @@ def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
     assert "It was meant to train collect_iron. Inside it the agent unlocked collect_iron 30%" in turn
     assert "It was meant to train defeat_zombie." in turn
     # Off: the reply has no targets key, and one is an unknown key.
-    off = LLMSettings(**{**SETTINGS.to_dict(), "targets": False})
+    off = SETTINGS.replace(targets=False)
     designer3, client3, _ = make(tmp_path / "c", [good, design_json([iron, {"inventory_settings": {"wood": 2}}])],
                                  settings=off)
     designer3.generate(2)
@@ -428,7 +434,7 @@ def test_targets_come_first_are_checked_and_must_be_served(tmp_path):
 
 
 def test_every_request_has_its_own_seed_and_repeats_of_any_earlier_design_go_back(tmp_path):
-    settings = LLMSettings(**{**SETTINGS.to_dict(), "seed": 5, "temperature": 0.8})
+    settings = SETTINGS.replace(seed=5, temperature=0.8)
     one, two, three = (design_json(varied_configs(CrafterConfig, 2, offset=k)) for k in (0, 2, 4))
     designer, client, _ = make(tmp_path, [one, two, one, three], settings=settings)
     designer.generate(2)
@@ -449,7 +455,7 @@ def test_every_request_has_its_own_seed_and_repeats_of_any_earlier_design_go_bac
 def test_a_fresh_conversation_shows_earlier_designs_only_in_words(tmp_path):
     """llm.conversation "fresh": each feedback call is a new conversation (the generation prompt, then the
     feedback) holding no earlier reply to copy; every earlier design is listed once, in words, marked as tried."""
-    settings = LLMSettings(**{**SETTINGS.to_dict(), "conversation": "fresh", "history": "summary"})
+    settings = SETTINGS.replace(conversation="fresh", history="summary")
     one, two, three = (varied_configs(CrafterConfig, 2, offset=k) for k in (0, 2, 4))
     designer, client, _ = make(tmp_path, [design_json(c) for c in (one, two, one, three)], settings=settings)
     designer.generate(2)
@@ -475,10 +481,10 @@ def test_a_fresh_conversation_shows_earlier_designs_only_in_words(tmp_path):
                                    client=ScriptedClient([design_json(varied_configs(CrafterConfig, 2, offset=6))]))
     restored.feedback(SUCCESS, 2)
     assert len(restored.history) == 4 and restored.history[:3] == designer.history
-    with pytest.raises(Exception, match="llm.conversation"):
-        LLMSettings(conversation="forgetful")
+    with pytest.raises(Exception, match="llm.strategy.conversation"):
+        LLMSettings.of(conversation="forgetful")
     # With llm.history "json" a fresh conversation lists the earlier designs as their configurations instead.
-    as_json = LLMSettings(**{**settings.to_dict(), "history": "json"})
+    as_json = settings.replace(history="json")
     designer, client, _ = make(tmp_path / "json", [design_json(c) for c in (one, two, three)], settings=as_json)
     designer.generate(2)
     designer.feedback(SUCCESS, 2)
@@ -490,7 +496,7 @@ def test_a_fresh_conversation_shows_earlier_designs_only_in_words(tmp_path):
 def test_one_environment_per_reply_in_consecutive_turns(tmp_path):
     """llm.envs_per_reply: the design is asked in turns of the same conversation; a repeat of an environment
     written earlier in the design goes back; the designer changes only once the whole design is accepted."""
-    settings = LLMSettings(**{**SETTINGS.to_dict(), "envs_per_reply": 1, "targets": False})
+    settings = SETTINGS.replace(envs_per_reply=1, targets=False)
     a, b = varied_configs(CrafterConfig, 2, offset=1)
     designer, client, _ = make(tmp_path, [design_json([a]), design_json([a]), design_json([b])], settings=settings)
     configs, _ = designer.generate(2)
@@ -510,7 +516,7 @@ def test_one_environment_per_reply_in_consecutive_turns(tmp_path):
     assert [e["config"] for e in json.loads(designer.messages[1]["content"])["environments"]] == [a, b]
     assert designer.requests == 2 and designer.history == [configs]
     # The second turn failing for good leaves the conversation and the design as they were.
-    bad = LLMSettings(**{**settings.to_dict(), "max_repairs": 0})
+    bad = settings.replace(max_repairs=0)
     designer, client, _ = make(tmp_path / "b", [design_json([a]), "no JSON"], settings=bad)
     with pytest.raises(DesignError):
         designer.generate(2)
@@ -524,12 +530,12 @@ def test_later_replies_read_the_first_analysis_instead_of_writing_one(tmp_path):
     first = json.dumps({"analysis": "Wood tools are weak.", **json.loads(design_json([a]))})
 
     def schemas(settings):
-        designer, client, _ = make(tmp_path / settings.analysis, [first, design_json([b]), design_json([c])],
+        designer, client, _ = make(tmp_path / settings.strategy.analysis, [first, design_json([b]), design_json([c])],
                                    settings=settings)
         designer.generate(3)
         return designer, client, [call["response_format"]["json_schema"]["schema"] for call in client.calls]
 
-    once = LLMSettings(**{**SETTINGS.to_dict(), "envs_per_reply": 1, "targets": False, "analysis": "first_reply"})
+    once = SETTINGS.replace(envs_per_reply=1, targets=False, analysis="first_reply")
     designer, client, (s1, s2, s3) = schemas(once)
     assert s1["required"] == ["analysis", "environments"]
     assert s2["required"] == s3["required"] == ["environments"] and "analysis" not in s2["properties"]
@@ -538,12 +544,12 @@ def test_later_replies_read_the_first_analysis_instead_of_writing_one(tmp_path):
     assert later.index("Your analysis") < later.index("Now write environment 3 of the 3")
     assert "Your analysis" not in client.calls[0]["messages"][0]["content"]
     assert json.loads(designer.messages[1]["content"])["analysis"] == "Wood tools are weak."
-    each = LLMSettings(**{**once.to_dict(), "analysis": "each_reply"})
+    each = once.replace(analysis="each_reply")
     _, client, found = schemas(each)
     assert all(s["required"] == ["analysis", "environments"] for s in found)
     assert not any("Your analysis" in call["messages"][0]["content"] for call in client.calls)
-    with pytest.raises(Exception, match="llm.analysis"):
-        LLMSettings(analysis="never")
+    with pytest.raises(Exception, match="llm.strategy.analysis"):
+        LLMSettings.of(analysis="never")
 
 
 def test_schema_offers_only_values_that_change_a_setting():
@@ -571,7 +577,7 @@ def test_an_environment_with_targets_is_held_to_them_not_to_its_purpose_words():
 
 # ----------------------------------------------------------------------------- llm.distinct (issue 45)
 # The designer as it runs by default: no advice repair turns, the guard on.
-GUARDED = LLMSettings(backend="openai", model="fake", max_retries=0, seed=3, temperature=0.7)
+GUARDED = LLMSettings.of(backend="openai", model="fake", max_retries=0, seed=3, temperature=0.7, **PAPER)
 
 
 def designs(tmp_path, kind="design"):
@@ -581,7 +587,7 @@ def designs(tmp_path, kind="design"):
 def test_a_duplicate_environment_is_asked_again_once_with_a_fresh_seed_and_the_repeat_named(tmp_path):
     from envgen_jax.llm.prompts import in_words
     a, b = varied_configs(CrafterConfig, 2)
-    assert GUARDED.distinct and GUARDED.advice == "none"  # on by default, without the advice repair turns
+    assert GUARDED.strategy.distinct and GUARDED.strategy.advice == "none"  # by default: the guard, no advice turns
     designer, client, _ = make(tmp_path, [design_json([a, a]), design_json([a, b])], settings=GUARDED)
     configs, _ = designer.generate(2)
     assert [c.to_dict(only_changed=True) for c in configs] == [a, b] and len(client.calls) == 2
@@ -605,17 +611,17 @@ def test_a_design_that_keeps_repeating_is_used_after_the_repair_budget_and_repor
     client = ScriptedClient(default=lambda kwargs: design_json([a, a]))
     designer = Designer(CRAFTER, GUARDED, tmp_path / "t.jsonl", client=client)
     configs, _ = designer.generate(2)  # no DesignError: a repeat never fails a step
-    assert len(client.calls) == GUARDED.max_repairs + 1 and configs[0] == configs[1]
+    assert len(client.calls) == GUARDED.strategy.max_repairs + 1 and configs[0] == configs[1]
     (design,) = designs(tmp_path)
-    assert design["ok"] and design["reasks"] == GUARDED.max_repairs
+    assert design["ok"] and design["reasks"] == GUARDED.strategy.max_repairs
     assert design["repeats_left"] == ["written twice in one answer (environments 1 and 2)"]
     # max_repairs 0: asked once, accepted with the repeat recorded
-    zero = LLMSettings(**{**GUARDED.to_dict(), "max_repairs": 0})
+    zero = GUARDED.replace(max_repairs=0)
     designer, client, _ = make(tmp_path / "z", [design_json([a, a])], settings=zero)
     designer.generate(2)
     assert len(client.calls) == 1 and designs(tmp_path / "z")[-1]["repeats_left"]
     # Off: the repeating design is accepted at once, as before the guard.
-    off = LLMSettings(**{**GUARDED.to_dict(), "distinct": False})
+    off = GUARDED.replace(distinct=False)
     designer, client, _ = make(tmp_path / "off", [design_json([a, a])], settings=off)
     designer.generate(2)
     assert len(client.calls) == 1 and designs(tmp_path / "off")[-1]["repeats_left"] == []
@@ -643,7 +649,7 @@ def test_repeats_of_an_earlier_cycle_are_asked_again_also_after_a_resume(tmp_pat
 
 def test_one_per_reply_and_a_given_previous_design_are_guarded_too(tmp_path):
     a, b, c = varied_configs(CrafterConfig, 3)
-    per = LLMSettings(**{**GUARDED.to_dict(), "envs_per_reply": 1})
+    per = GUARDED.replace(envs_per_reply=1)
     designer, client, _ = make(tmp_path, [design_json([a]), design_json([a]), design_json([b])], settings=per)
     configs, _ = designer.generate(2)
     assert [x.to_dict(only_changed=True) for x in configs] == [a, b] and len(client.calls) == 3
@@ -656,13 +662,13 @@ def test_one_per_reply_and_a_given_previous_design_are_guarded_too(tmp_path):
 
 
 def test_distinct_is_a_setting_read_from_a_run_config():
-    assert LLMSettings().distinct is True
-    assert LLMSettings.from_dict({"distinct": False}).distinct is False
+    assert LLMSettings().strategy.distinct is True
+    assert LLMSettings.from_dict({"distinct": False}).strategy.distinct is False
     with pytest.raises(Exception, match="llm.distinct"):
         LLMSettings.from_dict({"distinct": "sometimes"})
 
 
-# ------------------------------------------------------- issue 45's ideas for unserved skills (settings, off)
+# ------------------------------------------------------- issue 45's ideas for unserved skills
 PLANTS_WEAK = {name: (60.0, 5.0) for name in CRAFTER_ACHIEVEMENTS} | {
     "eat_plant": (0.0, 0.5), "place_plant": (1.0, 0.5), "collect_sapling": (4.0, 1.0), "collect_diamond": (10.0, 2.0),
     "make_iron_pickaxe": (11.0, 2.0), "make_iron_sword": (12.0, 2.0)}
@@ -673,9 +679,11 @@ def test_weak_needs_and_levers_list_only_the_weakest_quarter():
     assert weakest_quarter(CRAFTER, PLANTS_WEAK) == ["eat_plant", "place_plant", "collect_sapling", "collect_diamond",
                                                      "make_iron_pickaxe", "make_iron_sword"]
     previous = [CrafterConfig.original()]
-    plain = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2)
-    needs = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2, settings=LLMSettings(weak_needs=True))
-    levers = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2, settings=LLMSettings(weak_levers=True))
+    plain = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2, settings=Strategy(weak_needs=False, weak_levers=False))
+    needs = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2, settings=Strategy(weak_levers=False))
+    levers = feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2, settings=Strategy(weak_needs=False))
+    assert feedback_prompt(CRAFTER, PLANTS_WEAK, previous, 2) == feedback_prompt(
+        CRAFTER, PLANTS_WEAK, previous, 2, settings=Strategy(weak_needs=True, weak_levers=True))  # the defaults
     assert "what each needs" not in plain
     block = needs.split("The weakest achievements and what each needs:\n")[1].split("\n\n")[0].splitlines()
     assert [line.split(":")[0] for line in block] == [f"- {n}" for n in weakest_quarter(CRAFTER, PLANTS_WEAK)]
@@ -686,19 +694,23 @@ def test_weak_needs_and_levers_list_only_the_weakest_quarter():
     assert "; settings that make it easier: sapling more than the default (0), target_biome = grassland" in levers
     heist = games.get("heist").designer_spec()
     rates = {n: (80.0, 5.0) for n in heist.achievements} | {"collect_key_blue": (0.0, 0.0)}
-    text = feedback_prompt(heist, rates, [heist.config_cls.original()], 2, settings=LLMSettings(weak_levers=True))
+    text = feedback_prompt(heist, rates, [heist.config_cls.original()], 2, settings=Strategy())
     assert "- collect_key_blue: needs reaching the blue key" in text
     assert "settings that make it easier: key_distance = near, maze_dim = 7 or 5, num_keys = 1 or 2 or 3" in text
 
 
 def test_targets_first_asks_one_spare_environment_again_for_the_weak_skills_none_serves(tmp_path):
+    """`unserved: targets_first`, measured and not adopted: no setting of the designer's, a variant of
+    benchmarks/designer_quality.py (its TrialDesigner) on the designer's `unserved_skills` hook."""
+    from benchmarks.designer_quality import Trial, TrialDesigner
     from envgen_jax.llm.designer import unserved_slot
     iron = {"environment_settings": {"iron_rarity": "very common"}, "inventory_settings": {"iron": 2}}
     iron2 = {"inventory_settings": {"iron": 1, "coal": 2}}
     plants = {"inventory_settings": {"sapling": 2}}
-    settings = LLMSettings(**{**GUARDED.to_dict(), "unserved": "targets_first"})
+    settings = Trial(GUARDED.transport, GUARDED.strategy, unserved="targets_first")
     reply = design_json([plants], targets=[["place_plant", "eat_plant"]])
-    designer, client, _ = make(tmp_path, [design_json([iron, iron2]), reply], settings=settings)
+    designer, client, _ = make(tmp_path, [design_json([iron, iron2]), reply], settings=settings,
+                               designer=TrialDesigner)
     configs, _ = designer.feedback(PLANTS_WEAK, 2, previous=[CrafterConfig.original()])
     # The second iron environment serves only what the first serves: it is asked again, targets first, from the
     # weak skills no environment serves.
@@ -732,7 +744,7 @@ def test_focus_weakest_asks_each_feedback_environment_for_one_weak_skill_in_turn
     one = {"inventory_settings": {"sapling": 1}}
     two = {"inventory_settings": {"sapling": 2}}
     three = {"environment_settings": {"target_biome": "grassland"}}
-    settings = LLMSettings(**{**GUARDED.to_dict(), "focus": "weakest", "envs_per_reply": 1})
+    settings = GUARDED.replace(focus="weakest", envs_per_reply=1)
     designer, client, _ = make(tmp_path, [design_json([c]) for c in (one, two, three)], settings=settings)
     designer.feedback(PLANTS_WEAK, 3, previous=[CrafterConfig.original()])
     asks = [call["messages"][-1]["content"] for call in client.calls]
@@ -742,7 +754,7 @@ def test_focus_weakest_asks_each_feedback_environment_for_one_weak_skill_in_turn
                             "choose the settings that give the agent what it needs and what comes just before it, "
                             "so that it can learn it there."), ask[-300:]
     # All in one reply: the reply's environments named in order. A first design (no feedback) has no focus.
-    settings = LLMSettings(**{**GUARDED.to_dict(), "focus": "weakest"})
+    settings = GUARDED.replace(focus="weakest")
     four = {"creature_settings": {"cows": "very common"}}
     designer, client, _ = make(tmp_path / "all", [design_json([one, two]), design_json([three, four])],
                                settings=settings)
@@ -753,14 +765,18 @@ def test_focus_weakest_asks_each_feedback_environment_for_one_weak_skill_in_turn
         "Write environments 1 to 2 of the 2 for eat_plant, place_plant (one environment each, in this order), among "
         "the agent's weakest achievements: choose the settings that give the agent what it needs and what comes just "
         "before it, so that it can learn it there.")
-    with pytest.raises(Exception, match="llm.focus"):
+    with pytest.raises(Exception, match="llm.focus: 'strongest' is not one of 'none', 'weakest'"):
         LLMSettings.from_dict({"focus": "strongest"})
+    with pytest.raises(Exception, match="llm.focus: 'lagging' was measured and not adopted"):
+        LLMSettings.from_dict({"focus": "lagging"})
 
 
 def test_focus_lagging_goes_round_only_the_skills_far_behind_the_rest(tmp_path):
-    """llm.focus "lagging": of the weakest quarter only those at most half the median's success (here 60% / 2):
-    combat at 0-1% is far behind, diamond and eat_plant at 40% are merely below the rest."""
-    from envgen_jax.llm.prompts import lagging_skills, weakest_quarter
+    """focus "lagging" (measured and not adopted: benchmarks/designer_quality.py's TrialDesigner): of the weakest
+    quarter only those at most half the median's success (here 60% / 2): combat at 0-1% is far behind, diamond and
+    eat_plant at 40% are merely below the rest."""
+    from benchmarks.designer_quality import Trial, TrialDesigner, lagging_skills
+    from envgen_jax.llm.prompts import weakest_quarter
     combat = {name: (60.0, 5.0) for name in CRAFTER_ACHIEVEMENTS} | {
         "defeat_zombie": (0.0, 0.5), "defeat_skeleton": (1.0, 0.5), "collect_diamond": (40.0, 5.0),
         "eat_plant": (40.0, 5.0), "make_iron_sword": (41.0, 5.0), "place_furnace": (42.0, 5.0)}
@@ -770,8 +786,10 @@ def test_focus_lagging_goes_round_only_the_skills_far_behind_the_rest(tmp_path):
     assert lagging_skills(CRAFTER, {name: (50.0, 1.0) for name in CRAFTER_ACHIEVEMENTS}) == [CRAFTER_ACHIEVEMENTS[0]]
     configs = [{"inventory_settings": {"sapling": 1}}, {"inventory_settings": {"sapling": 2}},
                {"environment_settings": {"target_biome": "grassland"}}]
-    settings = LLMSettings(**{**GUARDED.to_dict(), "focus": "lagging", "envs_per_reply": 1})
-    designer, client, _ = make(tmp_path, [design_json([c]) for c in configs], settings=settings)
+    guarded = GUARDED.replace(focus="weakest", envs_per_reply=1)
+    settings = Trial(guarded.transport, guarded.strategy, lagging=True)
+    designer, client, _ = make(tmp_path, [design_json([c]) for c in configs], settings=settings,
+                               designer=TrialDesigner)
     designer.feedback(combat, 3, previous=[CrafterConfig.original()])
     asks = [call["messages"][-1]["content"] for call in client.calls]
     for k, (ask, skill) in enumerate(zip(asks, ["defeat_zombie", "defeat_skeleton", "defeat_zombie"]), start=1):

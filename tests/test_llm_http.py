@@ -19,8 +19,9 @@ LLAMA_CPP_500 = {"message": "1 validation error: {'type': 'literal_error', 'loc'
 
 def settings(base_url, **kw):
     base = dict(backend="openai", model="fake", base_url=base_url, api_key="k", backoff_s=0.01, backoff_max_s=0.05,
-                max_retries=2, timeout_s=5.0)
-    return LLMSettings(**{**base, **kw})
+                max_retries=2, timeout_s=5.0, envs_per_reply=None, conversation="continued", weak_needs=False,
+                weak_levers=False, focus="none")  # the paper's way of asking, as these tests were written for
+    return LLMSettings.of(**{**base, **kw})
 
 
 def llama_cpp_like(request):
@@ -103,7 +104,8 @@ def test_environment_variables_are_honoured(monkeypatch):
     with FakeOpenAIServer(lambda request: (200, completion_body(GOOD), {})) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "env-key")
-        s = LLMSettings(model="fake", max_retries=0)  # backend auto -> openai because a base URL is set
+        # backend auto -> openai because a base URL is set; the whole design in one reply, as the server answers
+        s = LLMSettings.of(model="fake", max_retries=0, envs_per_reply=None)
         assert len(Designer(CRAFTER, s).generate(4).configs) == 4
     assert len(server.requests) == 1
     assert {k.lower(): v for k, v in server.headers[0].items()}["authorization"] == "Bearer env-key"

@@ -40,7 +40,7 @@ def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
     # advice "none", distinct off and one environment a request: what is tested is serving, structured output and
     # the cache, not SmolLM2's designs (two environments a request ran to its token limit and went back for repair:
     # 3x slower; its feedback reply repeats the first design, and asking again for it took two more turns, 20 s).
-    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=700, advice="none", distinct=False)
+    settings = LLMSettings.of(backend="local", model="smollm2-135m", max_tokens=700, advice="none", distinct=False)
     start = time.monotonic()
     with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
         configs, purposes = designer.generate(1)
@@ -68,8 +68,8 @@ def test_prompt_cache_can_be_switched_off(tmp_path):
     _need("smollm2-135m")
     # 40 tokens cut the reply short of a design, so the designer asks once more (a repair turn) with the whole first
     # exchange as its prompt's prefix: two exchanges in 15 s, where a design and a feedback reply took 33 s.
-    settings = LLMSettings(backend="local", model="smollm2-135m", max_tokens=40, prompt_cache=False, max_repairs=1,
-                           advice="none", distinct=False)
+    settings = LLMSettings.of(backend="local", model="smollm2-135m", max_tokens=40, prompt_cache=False, max_repairs=1,
+                              advice="none", distinct=False)
     with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
         try:
             designer.generate(1)
@@ -121,23 +121,24 @@ def test_default_offline_designer_generates_through_the_cli(tmp_path, capsys):
 
 
 def test_missing_gguf_names_the_fix(tmp_path):
-    settings = LLMSettings(backend="local", gguf_path=str(tmp_path / "absent.gguf"))
+    settings = LLMSettings.of(backend="local", gguf_path=str(tmp_path / "absent.gguf"))
     with pytest.raises(LocalModelMissing, match="absent.gguf does not exist"):
         Designer(CRAFTER, settings).generate(4)
 
 
 def test_unknown_offline_model_is_named_with_the_choices():
-    with pytest.raises(ConfigError, match="llm.model: 'qwen-7b' is not an offline model.*smollm2-135m"):
-        LLMSettings(backend="local", model="qwen-7b")
+    with pytest.raises(ConfigError, match="llm.transport.model: 'qwen-7b' is not an offline model.*smollm2-135m"):
+        LLMSettings.of(backend="local", model="qwen-7b")
 
 
 def test_auto_backend_picks_local_for_offline_names_and_openai_otherwise(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    assert LLMSettings().resolved_backend() == "local"
-    assert LLMSettings(model="smollm2-135m").resolved_backend() == "local"
-    assert LLMSettings(model="gpt-4o-mini").resolved_backend() == "openai"
-    assert LLMSettings(base_url="http://127.0.0.1:1/v1", model="smollm2-135m").resolved_backend() == "openai"
-    assert LLMSettings().local_model == DEFAULT_OFFLINE_MODEL == "qwen2.5-coder-1.5b"
+    assert LLMSettings().transport.resolved_backend() == "local"
+    assert LLMSettings.of(model="smollm2-135m").transport.resolved_backend() == "local"
+    assert LLMSettings.of(model="gpt-4o-mini").transport.resolved_backend() == "openai"
+    endpoint = LLMSettings.of(base_url="http://127.0.0.1:1/v1", model="smollm2-135m")
+    assert endpoint.transport.resolved_backend() == "openai"
+    assert LLMSettings().transport.local_model == DEFAULT_OFFLINE_MODEL == "qwen2.5-coder-1.5b"
 
 
 def test_parts_are_joined_once_and_a_wrong_hash_is_refused(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.llm import prompts
 from envgen_jax.llm.errors import LLMError
-from envgen_jax.llm.settings import LLMSettings
+from envgen_jax.llm.settings import Strategy
 from envgen_jax import games
 from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS
 from envgen_jax.llm.spec import EnvSpec
@@ -30,7 +30,7 @@ def test_generation_prompt_lists_every_setting_value_and_achievement():
         for choice in s.choices or ():
             assert repr(choice) in text
     needs = SPEC.needs()
-    with_needs = prompts.generation_prompt(SPEC, 4, LLMSettings(needs=True))
+    with_needs = prompts.generation_prompt(SPEC, 4, Strategy(needs=True))
     for name in CRAFTER_ACHIEVEMENTS:  # bare by default, each with what it needs with llm.needs
         assert f"\n{name}\n" in text and "needs " + needs[name] not in text
         assert f"\n{name}: needs {needs[name]}\n" in with_needs
@@ -86,7 +86,7 @@ def test_feedback_prompt_has_scores_and_previous_configs():
     # marked as tried, with targets and what the agent unlocked inside each.
     assert 'Environment 1: {"environment_settings": {"target_biome": "mountain"}}' in text_json
     assert "Environment 2: {}" in text_json and "(tried)" not in text_json
-    summary = LLMSettings(history="summary")
+    summary = Strategy(history="summary")
     text = prompts.feedback_prompt(SPEC, SUCCESS, previous, 3, settings=summary)
     assert "Environment 1 (tried): target_biome = mountain." in text
     assert "Environment 2 (tried): the original game." in text and '{"environment_settings"' not in text

@@ -205,13 +205,11 @@ def test_the_study_config_reruns_the_designer_the_second_study_ran():
     """configs/study_cpu.yaml reruns the second study: every LLM setting its envgen run saved is the file's too, so
     a later change of LLMSettings' defaults (the designer's ideas decided after the study) cannot change what the
     file asks; `analysis`, added after the study, asks as the study did (each reply writes its analysis)."""
-    import dataclasses
-
     import yaml
 
     from envgen_jax.run_config import load_run_config
     saved = yaml.safe_load((ROOT / "benchmarks/results/study_cpu_v2/envgen/config.yaml").read_text())["llm"]
-    now = dataclasses.asdict(load_run_config(ROOT / "configs" / "study_cpu.yaml").llm)
+    now = load_run_config(ROOT / "configs" / "study_cpu.yaml").llm.flat()  # saved before the sections: flat
     assert {key: now[key] for key in saved} == saved
     assert now["analysis"] == "each_reply"
 

@@ -81,20 +81,20 @@ def _positive_int(text: str) -> int:
 
 
 def _settings(args) -> LLMSettings:
-    data = {}
+    settings = LLMSettings()  # the adopted designer, as a run asks unless its config says otherwise
     if args.llm_config:  # read here, so that a missing or malformed file is bad input with its path
         data = load_yaml(args.llm_config)
-        data = LLMSettings.from_dict(data.get("llm", data)).to_dict(secrets=True)
+        settings = LLMSettings.from_dict(data.get("llm", data))
     overrides = {"backend": args.backend, "model": args.model, "base_url": args.base_url,
                  "temperature": args.temperature, "seed": args.seed, "max_tokens": args.max_tokens,
                  "timeout_s": args.timeout, "max_repairs": args.max_repairs}
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    if data.get("backend") == "replay":
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if (overrides.get("backend") or settings.transport.backend) == "replay":
         if not args.transcript:
             raise ConfigError(["--backend replay needs --transcript FILE.jsonl (the transcript to replay)"],
                               what="arguments")
-        data["replay_path"] = str(args.transcript)
-    return LLMSettings.from_dict(data)
+        overrides["replay_path"] = str(args.transcript)
+    return settings.replace(**overrides)
 
 
 def _read_json(path: Path, what: str):
@@ -142,7 +142,7 @@ def cmd_generate(args) -> int:
 
     spec = games.get(args.env).designer_spec()
     settings = _settings(args)
-    replaying = settings.resolved_backend() == "replay"
+    replaying = settings.transport.resolved_backend() == "replay"
     transcript = None if replaying else (args.transcript or args.out.with_suffix(".transcript.jsonl"))
     success = _success(args.feedback, spec) if args.feedback else None
     previous, previous_targets = _previous(args.previous, spec) if args.previous else (None, None)
@@ -152,8 +152,7 @@ def cmd_generate(args) -> int:
         else:
             configs, purposes = designer.feedback(success, args.num_envs, previous=previous,
                                                      previous_targets=previous_targets)
-    backend = settings.resolved_backend()
-    model = settings.local_model if backend == "local" else settings.model
+    backend, model = settings.transport.resolved_backend(), settings.transport.model_name
     targets = designer.targets or [()] * len(configs)  # what each environment says it trains (none: llm.targets off)
     out = {"env": spec.name, "backend": backend, "model": model,
            "environments": [environment_entry(p, c.to_dict(), t)

@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Protocol
 
 from envgen_jax.llm.errors import LLMError, RequestRefused, TransientLLMError
-from envgen_jax.llm.settings import LLMSettings
+from envgen_jax.llm.settings import Transport
 
 MODES = ("json_schema", "json_object", "text")
 
@@ -51,7 +51,7 @@ def response_format(mode: str, schema: dict, strict: bool = False) -> dict | Non
     return None
 
 
-def make_openai_client(settings: LLMSettings, base_url: str | None = None, api_key: str | None = None):
+def make_openai_client(settings: Transport, base_url: str | None = None, api_key: str | None = None):
     """An `openai.OpenAI` client; our own loop does the retries, so the package's are switched off."""
     import openai
 
@@ -132,7 +132,7 @@ class OpenAIBackend:
 
     replays = False
 
-    def __init__(self, client: Any, model: str, settings: LLMSettings, description: str,
+    def __init__(self, client: Any, model: str, settings: Transport, description: str,
                  extra_body: dict | None = None):
         self.client, self.model, self.settings, self.description = client, model, settings, description
         self.extra_body = extra_body  # server-specific request fields (sent only to servers that know them)
@@ -166,7 +166,7 @@ class OpenAIBackend:
 class LLMClient:
     """Retries and structured-output fallback over one backend."""
 
-    def __init__(self, backend: ChatBackend, settings: LLMSettings, mode: str | None = None,
+    def __init__(self, backend: ChatBackend, settings: Transport, mode: str | None = None,
                  sleep: Callable[[float], None] = time.sleep, on_error: Callable[[dict], None] | None = None,
                  calls: int = 0):
         start = settings.output_mode if settings.output_mode != "auto" else "json_schema"

@@ -25,10 +25,10 @@ from envgen_jax.llm.client import MODES, ChatBackend, LLMClient, OpenAIBackend, 
 from envgen_jax.llm.errors import DesignError, LLMError
 from envgen_jax.llm.local_server import LocalServer
 from envgen_jax.llm.prompts import (analysis_prompt, feedback_prompt, focus_prompt, focus_skills, generation_prompt,
-                                    in_words, lagging_skills, next_prompt, output_schema, repair_prompt,
-                                    repeats_prompt, unserved_prompt, weakest_quarter, written_prompt)
+                                    in_words, next_prompt, output_schema, repair_prompt, repeats_prompt,
+                                    unserved_prompt, weakest_quarter, written_prompt)
 from envgen_jax.llm.reply import environment_entry, parse_reply
-from envgen_jax.llm.settings import LLMSettings
+from envgen_jax.llm.settings import LLMSettings, Strategy, Transport
 from envgen_jax.llm.spec import EnvSpec
 from envgen_jax.llm.targeting import TargetMap
 from envgen_jax.llm.transcript import ReplayBackend, Transcript
@@ -55,6 +55,7 @@ class Designer:
                             f"got {env!r}")
         self.spec = env
         self.settings = settings or LLMSettings()
+        self.strategy: Strategy = self.settings.strategy  # how it asks; the transport goes to the client alone
         self.transcript = Transcript(transcript_path)
         self._client_override = client
         self._sleep = sleep
@@ -73,8 +74,8 @@ class Designer:
 
     def generate(self, n: int = 4) -> Design:
         """Ask for n environments. Starts the conversation, or continues it if one exists."""
-        per = self.settings.envs_per_reply
-        return self._design(generation_prompt(self.spec, _check_n(n), self.settings, per), n, "generate", per)
+        per = self.strategy.envs_per_reply
+        return self._design(generation_prompt(self.spec, _check_n(n), self.strategy, per), n, "generate", per)
 
     def feedback(self, success: Mapping[str, Any], n: int = 4, previous: Sequence[Any] | None = None,
                  notes: Sequence[str] | None = None,
@@ -92,25 +93,35 @@ class Designer:
         targets = self.targets if previous is None else previous_targets
         given = previous is not None and list(previous) not in self.history  # e.g. `llm generate --previous`
         previous = list(self.configs if previous is None else previous)
-        per = self.settings.envs_per_reply
-        fresh = self.settings.conversation == "fresh"  # a new conversation: earlier designs only as `history` has them
+        per = self.strategy.envs_per_reply
+        fresh = self.strategy.conversation == "fresh"  # a new conversation: earlier designs only as `history` has them
         prompt = feedback_prompt(self.spec, success, previous, _check_n(n),
-                                 with_generation=fresh or not self.messages, notes=notes, settings=self.settings,
+                                 with_generation=fresh or not self.messages, notes=notes, settings=self.strategy,
                                  targets=targets, inside=inside, per_reply=per, earlier=self.history if fresh else ())
-        weak = weakest_quarter(self.spec, success) if self.settings.unserved == "targets_first" else ()
-        focus = {"weakest": weakest_quarter, "lagging": lagging_skills}.get(self.settings.focus)
         return self._design(prompt, n, "feedback", per, base=[] if fresh else None,
-                            earlier=[*self.history, previous] if given else None, weak=weak,
-                            focus=focus(self.spec, success) if focus else ())
+                            earlier=[*self.history, previous] if given else None, weak=self.unserved_skills(success),
+                            focus=self.focus_skills(success))
+
+    def focus_skills(self, success: Mapping[str, Any]) -> list[str]:
+        """The skills a feedback design's environments are asked for, one each in turn (llm.strategy.focus
+        "weakest": the weakest quarter, weakest first; "none": none). benchmarks/designer_quality.py's variants
+        override it with ideas measured and not adopted (the lagging skills only)."""
+        return weakest_quarter(self.spec, success) if self.strategy.focus == "weakest" else []
+
+    def unserved_skills(self, success: Mapping[str, Any]) -> Sequence[str]:
+        """Weak skills to ask one environment again for, targets first, when no environment of the design serves
+        them: none. A variant of benchmarks/designer_quality.py (`unserved: targets_first`, measured and not
+        adopted) overrides it."""
+        return ()
 
     def ask(self, prompt: str, n: int = 4, kind: str = "custom") -> Design:
         """Send any user turn (e.g. a curriculum's prompt) and get n validated environments, with the same
         structured output, validation, repairs, transcript and replay as `generate`, llm.envs_per_reply at a time.
         `kind` labels the transcript. The prompt must itself describe the output format
-        (`prompts.output_format(spec, n, settings, settings.envs_per_reply)`)."""
+        (`prompts.output_format(spec, n, strategy, strategy.envs_per_reply)`)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise LLMError("the designer's prompt must be non-empty text")
-        return self._design(prompt, _check_n(n), kind, self.settings.envs_per_reply)
+        return self._design(prompt, _check_n(n), kind, self.strategy.envs_per_reply)
 
     def state_dict(self) -> dict:
         """JSON-serialisable conversation state (no secrets, no settings)."""
@@ -165,8 +176,8 @@ class Designer:
 
     def _client(self) -> LLMClient:
         if self._llm is None:
-            backend, self.server = make_backend(self.settings, self._client_override, self._calls)
-            self._llm = LLMClient(backend, self.settings, mode=self._mode, sleep=self._sleep,
+            backend, self.server = make_backend(self.settings.transport, self._client_override, self._calls)
+            self._llm = LLMClient(backend, self.settings.transport, mode=self._mode, sleep=self._sleep,
                                   on_error=self.transcript.write, calls=self._calls)
         return self._llm
 
@@ -176,8 +187,8 @@ class Designer:
         """n validated environments, asked `per_reply` at a time (all at once by default); the conversation and the
         designer's state change only once all n are accepted. `base`: the conversation the turn continues (None:
         the designer's; [] starts a new one, llm.conversation "fresh"). `earlier`: the designs an environment must
-        not repeat (llm.distinct; None: every design accepted so far). `weak`: the feedback's weakest skills, which
-        llm.unserved "targets_first" asks one environment again for when no environment serves one of them.
+        not repeat (llm.distinct; None: every design accepted so far). `weak`: weak skills to ask one environment
+        again for when no environment serves one of them (`unserved_skills`).
         `focus`: the skills llm.focus asks the design's environments for, one each in turn (feedback turns only).
 
         A few per reply (llm.envs_per_reply): each reply is asked on its own branch from the conversation so far,
@@ -193,7 +204,7 @@ class Designer:
         replies = -(-n // per)
         for part, first in enumerate(range(0, n, per)):
             count = min(per, n - first)
-            reuse = first > 0 and self.settings.analysis == "first_reply" and bool(analysis)
+            reuse = first > 0 and self.strategy.analysis == "first_reply" and bool(analysis)
             text = prompt if first == 0 else "\n\n".join(
                 [prompt, written_prompt(configs, targets), *([analysis_prompt(analysis)] if reuse else []),
                  next_prompt(first + 1, first + count, n)])
@@ -206,9 +217,8 @@ class Designer:
             purposes += parsed.purposes
             targets += [list(t) for t in parsed.targets]
             analysis = analysis or parsed.analysis
-        slot, missing = (unserved_slot(configs, weak, self.spec.targeting) if self.settings.unserved == "targets_first"
-                         else (None, []))
-        if slot is not None:  # llm.unserved "targets_first": one environment again, for the weak skills left out
+        slot, missing = unserved_slot(configs, weak, self.spec.targeting) if weak else (None, [])
+        if slot is not None:  # one environment again, for the weak skills left out (`unserved_skills`)
             keep = [i for i in range(n) if i != slot]
             configs, purposes, targets = ([xs[i] for i in keep] for xs in (configs, purposes, targets))
             text = "\n\n".join([prompt, written_prompt(configs, targets),
@@ -242,20 +252,20 @@ def answer_turn(d: Designer, conversation: list[dict], prompt: str, n: int, kind
     environments name as targets first (None: the game's with llm.targets, else none)."""
     cls_ = d.spec.config_cls
     if names is None:
-        names = d.spec.achievements if d.settings.targets else ()
-    schema = output_schema(cls_, n, names, changes_only=d.settings.only_changes, analysis=with_analysis)
+        names = d.spec.achievements if d.strategy.targets else ()
+    schema = output_schema(cls_, n, names, changes_only=d.strategy.only_changes, analysis=with_analysis)
     llm = d._client()
     messages = [*conversation, {"role": "user", "content": prompt}]
     parsed, reasks = None, 0
-    for attempt in range(d.settings.max_repairs + 1):
+    for attempt in range(d.strategy.max_repairs + 1):
         sampling = request_sampling(d.settings, attempt, request)
         reply = llm.complete(messages, schema, sampling)
         parsed = parse_reply(reply.text, cls_, n, reply.finish_reason, d.spec.check, names)
         repeats = (repeated_environments(parsed.configs, written, earlier)
-                   if parsed.ok and d.settings.distinct else {})
-        advice = (design_advice(parsed.configs, parsed.purposes, d.history, d.settings.advice,
+                   if parsed.ok and d.strategy.distinct else {})
+        advice = (design_advice(parsed.configs, parsed.purposes, d.history, d.strategy.advice,
                                 parsed.targets, written, d.spec.targeting, skip=repeats) if parsed.ok else [])
-        last_try = attempt == d.settings.max_repairs
+        last_try = attempt == d.strategy.max_repairs
         # neither a repeat nor advice fails a step: what the last try still holds is used, and recorded
         accepted = parsed.ok and (not (advice or repeats) or last_try)
         d.transcript.write({"event": "exchange", "call": llm.calls - 1, "request": request, "kind": kind,
@@ -268,18 +278,18 @@ def answer_turn(d: Designer, conversation: list[dict], prompt: str, n: int, kind
                                    "advice_left": advice, "repeats_left": [r for _, r in repeats.values()]})
             return parsed, [*conversation, {"role": "user", "content": prompt},
                             {"role": "assistant", "content": reply.text}]
-        if attempt < d.settings.max_repairs and repeats:
+        if attempt < d.strategy.max_repairs and repeats:
             # Asked again on a fresh branch, the repeats named in words and the reply not echoed (the 1.5B model
             # answered an echoed reply with the same configuration), with the next seed (`request_sampling`).
             reasks += 1
             named = [f"{in_words(config)} ({what})" for config, what in repeats.values()]
             messages = [*conversation, {"role": "user", "content": "\n\n".join(
                 [prompt, repeats_prompt(named + advice)])}]
-        elif attempt < d.settings.max_repairs:
+        elif attempt < d.strategy.max_repairs:
             echo = reply.text if len(reply.text) <= MAX_ECHO_CHARS else reply.text[:MAX_ECHO_CHARS] + " ...(cut)"
             messages = [*messages, {"role": "assistant", "content": echo or "(empty reply)"},
                         {"role": "user", "content": repair_prompt(list(parsed.problems) or advice, n)}]
-    replies = d.settings.max_repairs + 1
+    replies = d.strategy.max_repairs + 1
     d.transcript.write({"event": "design", "request": request, "kind": kind, "ok": False, "replies": replies,
                            "repairs": replies - 1, "problems": list(parsed.problems)})
     raise DesignError(parsed.problems, replies=replies,
@@ -292,7 +302,7 @@ def _check_n(n: int) -> int:
     return n
 
 
-def make_backend(s: LLMSettings, client: Any = None, calls: int = 0) -> tuple[ChatBackend, LocalServer | None]:
+def make_backend(s: Transport, client: Any = None, calls: int = 0) -> tuple[ChatBackend, LocalServer | None]:
     """The chat backend `s` names, and the local server it started (or None). `client`: an injected
     `.chat.completions.create` object used instead; `calls`: backend calls already made (a replay skips them)."""
     kind = s.resolved_backend()
@@ -313,7 +323,7 @@ def make_backend(s: LLMSettings, client: Any = None, calls: int = 0) -> tuple[Ch
         return OpenAIBackend(client, model, s, f"the local LLM server ({model}) at {server.base_url}",
                              extra_body={"cache_prompt": s.prompt_cache}), server
     if not s.model:
-        raise LLMError("the openai backend needs a model name (--model or llm.model), e.g. gpt-4o-mini")
+        raise LLMError("the openai backend needs a model name (--model or llm.transport.model), e.g. gpt-4o-mini")
     client = make_openai_client(s)
     return OpenAIBackend(client, s.model, s, f"the LLM endpoint {client.base_url} (model {s.model})"), None
 
@@ -334,10 +344,9 @@ def request_sampling(s: LLMSettings, attempt: int, request: int) -> Sampling:
     """Each request samples with its own seed (llm.seed + 1000 x the requests before it + the try), so a later
     cycle cannot replay an earlier one's tokens while a rerun asks exactly the same; repair turns sample at
     llm.repair_temperature (None: llm.temperature)."""
-    seed = (s.seed or 0) + 1000 * request + attempt
-    if attempt == 0 or s.repair_temperature is None:
-        return Sampling(s.temperature, seed)
-    return Sampling(s.repair_temperature, seed)
+    t, repair = s.transport, s.strategy.repair_temperature
+    seed = (t.seed or 0) + 1000 * request + attempt
+    return Sampling(t.temperature if attempt == 0 or repair is None else repair, seed)
 
 
 def repeated_environments(configs: Sequence[Any], written: Sequence[Any] = (),

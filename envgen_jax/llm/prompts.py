@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import string
 from typing import Any, Mapping, Sequence
 
 from envgen_jax.llm.errors import LLMError
 from envgen_jax.llm.reply import MAX_TARGETS
-from envgen_jax.llm.settings import LLMSettings
+from envgen_jax.llm.settings import Strategy
 from envgen_jax.llm.spec import PROMPTS_DIR, EnvSpec
 
 # Fields a template must keep: without them the LLM would not learn what it may set or what happened.
@@ -59,10 +58,10 @@ ENVIRONMENT_KEYS = {
 }
 
 
-def output_format(spec: EnvSpec, n: int, settings: LLMSettings | None = None, per_reply: int | None = None) -> str:
+def output_format(spec: EnvSpec, n: int, settings: Strategy | None = None, per_reply: int | None = None) -> str:
     """How to reply; with `per_reply` below n (llm.envs_per_reply), the first reply holds that many of the n."""
     # No example configuration: small models copy an example instead of designing (measured, see docs/designer.md).
-    targets = (settings or LLMSettings()).targets
+    targets = (settings or Strategy()).targets
     keys = string.Template(ENVIRONMENT_KEYS[targets]).substitute(skills=spec.skills)
     count = min(per_reply or n, n)
     text = render_template("output_format.txt", ("num_envs", "environment_keys"), num_envs=count,
@@ -96,15 +95,15 @@ def next_prompt(first: int, last: int, total: int) -> str:
                            num_envs=last - first + 1).strip()
 
 
-def format_achievements(spec: EnvSpec, settings: LLMSettings | None = None) -> str:
+def format_achievements(spec: EnvSpec, settings: Strategy | None = None) -> str:
     """The achievements, one per line, each with what it needs from the game's rules when `llm.needs` is on."""
-    if not (settings or LLMSettings()).needs:
+    if not (settings or Strategy()).needs:
         return "\n".join(spec.achievements)
     needs = spec.needs()
     return "\n".join(f"{name}: needs {needs[name]}" for name in spec.achievements)
 
 
-def generation_prompt(spec: EnvSpec, n: int, settings: LLMSettings | None = None, per_reply: int | None = None
+def generation_prompt(spec: EnvSpec, n: int, settings: Strategy | None = None, per_reply: int | None = None
                       ) -> str:
     rules = spec.read_template("rules").strip()
     return render(spec.read_template("generate"), str(spec.template_path("generate")), REQUIRED_FIELDS["generate"],
@@ -157,19 +156,10 @@ def format_success(spec: EnvSpec, success: Success, order: str = "listed") -> st
 
 def weakest_quarter(spec: EnvSpec, success: Success) -> list[str]:
     """The bottom quarter of the achievements in the feedback (at least one), weakest first, ties in the spec's
-    order: the skills report.json's adaptation scores a design against (llm.weak_needs, llm.unserved)."""
+    order: the skills report.json's adaptation scores a design against (llm.weak_needs, llm.focus)."""
     rates = normalise_success(spec, success)
     ranked = sorted(spec.achievements, key=lambda name: rates[name][0])  # stable: ties keep the listed order
     return ranked[:max(1, -(-len(ranked) // 4))]
-
-
-def lagging_skills(spec: EnvSpec, success: Success) -> list[str]:
-    """The weakest quarter's achievements that lag far behind the rest (llm.focus "lagging"): success at most half
-    the median achievement's, weakest first; the weakest one always."""
-    rates = normalise_success(spec, success)
-    quarter = weakest_quarter(spec, success)
-    cut = statistics.median(m for m, _ in rates.values()) / 2
-    return [quarter[0], *(name for name in quarter[1:] if rates[name][0] <= cut)]
 
 
 def lever_words(lever: Any, config_cls: Any) -> str:
@@ -282,14 +272,14 @@ def format_earlier(designs: Sequence[Sequence[Any]], previous: Sequence[Any], hi
 
 def feedback_prompt(spec: EnvSpec, success: Success, previous: Sequence[Any], n: int,
                     with_generation: bool = False, notes: Sequence[str] | None = None,
-                    settings: LLMSettings | None = None, targets: Sequence[Sequence[str]] | None = None,
+                    settings: Strategy | None = None, targets: Sequence[Sequence[str]] | None = None,
                     inside: Sequence[Mapping[str, float | None] | None] | None = None,
                     per_reply: int | None = None, earlier: Sequence[Sequence[Any]] = ()) -> str:
     """The feedback turn. `with_generation` prepends the generation prompt, for a conversation that starts here;
     `notes` annotate the previous configurations (envgen_sfl's learnability); with `llm.history: summary` they are
     described in words with their `targets` and the agent's success `inside` each (`summarise_configs`).
     `earlier`: designs before the previous one, listed after it (`format_earlier`), for a fresh conversation."""
-    settings = settings or LLMSettings()
+    settings = settings or Strategy()
     shown = (summarise_configs(previous, targets, inside, notes) if settings.history == "summary"
              else format_configs(previous, notes))
     before = format_earlier(earlier, previous, settings.history)
@@ -311,7 +301,7 @@ def repeats_prompt(repeats: Sequence[str]) -> str:
 
 def unserved_prompt(missing: Sequence[str], which: int, total: int, skills: str = "achievements") -> str:
     """The turn that asks a design's environment again for the weak skills none of its environments serves
-    (llm.unserved "targets_first")."""
+    (Designer.unserved_skills)."""
     return render_template("unserved.txt", ("missing", "which"), missing=", ".join(missing), which=which,
                            total=total, skills=skills).strip()
 
@@ -327,7 +317,7 @@ def focus_prompt(skills: Sequence[str], first: int, last: int, total: int, kind:
 
 def focus_skills(weak: Sequence[str], n: int) -> list[str]:
     """The skill each of a design's n environments is asked for (llm.focus): `weak` (the weakest quarter, or its
-    lagging skills) in turn, weakest first, round again when n is larger."""
+    skills a variant chose) in turn, weakest first, round again when n is larger."""
     return [weak[i % len(weak)] for i in range(n)] if weak else []
 
 

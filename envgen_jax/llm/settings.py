@@ -1,15 +1,26 @@
-"""How to reach the LLM: one frozen dataclass, loadable from a run configuration (YAML/JSON mapping)."""
+"""The LLM designer's settings, in two declared sections: `Transport`, how to reach a model (backend, model,
+endpoint, time-outs, retries, sampling, the local server), and `Strategy`, how to ask it (one environment per reply,
+a fresh conversation, the weak skills' needs and levers, repairs). `LLMSettings` holds both, read from a run
+configuration's `llm:` mapping: the transport's settings directly under it (`llm.model`, `llm.temperature`; also
+accepted as an `llm.transport:` section) and the strategy's in `llm.strategy:`. A strategy key written flat, as
+before the split (`llm.focus`), still reads; given both ways with two values it is refused, naming both paths.
+
+The strategy's defaults are the designer the bundled configs run (docs/designer.md), so `envgen-jax llm generate`, a
+run and a study ask alike unless a config says otherwise; an idea measured and not adopted is no setting here but a
+variant of the benchmark that measured it (benchmarks/designer_quality.py).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
-from typing import Any, Literal, Mapping, get_args
+from typing import Any, Literal, Mapping, Sequence, get_args
 
 from envgen_jax.config_io import from_mapping, load_yaml
 from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OFFLINE_MODELS
-from envgen_jax.schema import Declared, bounded
+from envgen_jax.schema import ConfigError, Declared, bounded
 
 Backend = Literal["auto", "openai", "local", "replay"]
 OutputMode = Literal["auto", "json_schema", "json_object", "text"]
@@ -17,14 +28,13 @@ Advice = Literal["all", "duplicates", "none"]
 History = Literal["summary", "json"]
 Conversation = Literal["continued", "fresh"]
 Analysis = Literal["each_reply", "first_reply"]
-Unserved = Literal["accept", "targets_first"]
-Focus = Literal["none", "weakest", "lagging"]
+Focus = Literal["none", "weakest"]
 BACKENDS, OUTPUT_MODES, ADVICE = get_args(Backend), get_args(OutputMode), get_args(Advice)
 
 
 @dataclasses.dataclass(frozen=True)
-class LLMSettings(Declared):
-    """Settings of the LLM designer.
+class Transport(Declared):
+    """How to reach the model.
 
     backend: "openai" (any OpenAI-compatible endpoint), "local" (serve an offline model on a loopback port),
     "replay" (answer from a recorded transcript, no server), or "auto": "openai" when a base URL is configured
@@ -46,78 +56,6 @@ class LLMSettings(Declared):
     max_retries: int = bounded(4, minimum=0)     # extra tries after a time-out, refused connection, HTTP 429 or 5xx
     backoff_s: float = bounded(1.0, minimum=0)   # first wait; doubles on every retry
     backoff_max_s: float = bounded(30.0, minimum=0)
-    max_repairs: int = bounded(2, minimum=0)     # follow-up "fix these problems" turns after an invalid reply
-    # Valid but wasteful designs sent back for repair, up to max_repairs turns (used as they are if the repairs do
-    # not mend them):
-    # "all": repeated or unchanged environments, repeats of any earlier design, and targets or purposes their
-    # settings do not serve (llm/targeting.py); "duplicates": only repeated or unchanged environments;
-    # "none" (the default): every valid design is accepted as it is. Sent back, the 1.5B model mended 4 of 38
-    # advised environments in two turns, and without those turns it targeted as often (69% vs 72%, p 0.83) and
-    # repeated no more, writing 603 fewer tokens a call (p < 0.01; docs/designer.md).
-    advice: Advice = "none"
-    # Sampling temperature of repair turns (None: `temperature`), each turn with its own seed. At temperature 0 the
-    # 1.5B offline model answered repair turns with its previous reply word for word; sampled at 0.7 its repeats of
-    # the earlier design fell from 46% to 29% of environments (benchmarks/results/designer_quality.md).
-    repair_temperature: float | None = bounded(0.7, minimum=0)
-    # How the designer is asked (docs/designer.md; each measured in benchmarks/designer_quality.py and decided
-    # by a rule set beforehand: an idea stays only if removing it lowers targeting, or raises repeats or tokens
-    # written, with p < 0.05 over two requests per profile). None of these four met it, so each is off by default:
-    # targets: each environment first names the achievements it trains (1 to 3, constrained to the game's names),
-    # then its settings; with advice "all", a target its settings give nothing for goes back for repair.
-    targets: bool = False
-    # needs: the achievements listed with what each needs, from the game's rules (its prompts/needs.txt).
-    needs: bool = False
-    # history: the earlier environments in the feedback turn, "json" (the configurations, as the paper did) or
-    # "summary" (their settings in words, what they trained and what the agent unlocked inside each, marked as tried).
-    history: History = "json"
-    # conversation: "continued" keeps every cycle's prompt and accepted reply in one conversation (the paper's);
-    # "fresh" asks each feedback call in a new one, the generation prompt then the feedback, with the earlier
-    # designs shown only as `history` describes them: the model has no earlier reply to paste back (in the second
-    # study's envgen run every environment of cycles 3 and 4 repeated an earlier cycle's; docs/designer.md).
-    conversation: Conversation = "continued"
-    # only_changes: the reply's schema offers each setting's values except its default (a setting written is a
-    # setting changed; the validator still accepts defaults from unconstrained endpoints).
-    only_changes: bool = False
-    # envs_per_reply: environments asked per reply (None: all in one, as the paper). The bundled run configs ask one
-    # per reply: asked all at once, the 1.5B model wrote near-copies of its first environment and repair turns
-    # returned the same reply; one per reply, each on its own branch with the ones written so far in words, its
-    # first-cycle environments all differed, with no repair (benchmarks/designer_quality.py; docs/designer.md).
-    envs_per_reply: int | None = bounded(None, minimum=1)
-    # analysis: with envs_per_reply, "first_reply" has the later replies of a design read the first one's analysis
-    # of the feedback in their prompt and write environments only; "each_reply" has every reply write its own (only
-    # the first is kept). first_reply wrote 276 fewer tokens a call (p 0.04) and targeted no worse (p 0.61) on two
-    # requests per profile, so it was adopted by the rule (docs/designer.md).
-    analysis: Analysis = "first_reply"
-    # distinct: every design distinct (issue 45): a valid reply holding an environment that repeats another of its
-    # design, or one of an earlier design of the run (every design this designer accepted, kept in its state, so
-    # also after a resume, and the `previous` a feedback call is given), is asked again on a fresh branch, the
-    # repeat named in words and the repeating reply not shown (the 1.5B model pasted an echoed reply back), with
-    # the next seed, within max_repairs; what still repeats after them is used, and kept in the transcript's
-    # "repeats_left" and report.json's adaptation. Equality is on the validated configurations, not their text.
-    # Off: repeats are accepted as before (advice "all"/"duplicates" still send them back as repair turns).
-    distinct: bool = True
-    # Ideas of issue 45 for skills the designer never serves, each off until measured (benchmarks/
-    # designer_quality.py's v3_weak_needs, v3_weak_levers, v3_targets_where_missing):
-    # weak_needs: the feedback turn lists, for the weakest quarter of the achievements only, what each needs (the
-    # game's prompts/needs.txt) and which achievements come just before it (the whole table, llm.needs, did not
-    # help on average).
-    weak_needs: bool = False
-    # weak_levers: with each of those, the settings that make it easier to learn (the game's targeting map,
-    # llm/targeting.py: e.g. Heist's collect_key_blue: key_distance near, a small maze, num_keys 1 to 3).
-    weak_levers: bool = False
-    # unserved: when a feedback design leaves a skill of the weakest quarter with no environment whose settings
-    # help it (its levers all missing), "targets_first" asks once more for one environment, in place of one whose
-    # weak skills another environment also serves, that names its targets first, from those unserved skills (the
-    # reply v2 wrote for every environment, here only where it is missing); "accept" leaves the design as it is.
-    unserved: Unserved = "accept"
-    # focus: "weakest" asks each environment of a feedback design for one skill of the weakest quarter in turn,
-    # weakest first (environment 1 for the weakest, 2 for the next, ...; round again when the design has more
-    # environments than the quarter has skills), the model choosing its purpose and settings; "none": the model
-    # picks which weak skills each environment serves (the paper's way). "lagging": the same, round only those of
-    # the weakest quarter that lag far behind the rest (success at most half the median achievement's; the weakest
-    # one always), so a skill that is merely below average takes no environment from one the agent cannot do
-    # (measured against "weakest": the average rose, the lowest profile did not; not adopted, docs/designer.md).
-    focus: Focus = "none"
     output_mode: OutputMode = "auto"         # first structured-output request to try; "auto" = json_schema
     strict_schema: bool = False       # OpenAI "strict" needs every key required, but every setting is optional
     replay_path: str | None = None    # transcript to replay (backend "replay")
@@ -130,15 +68,15 @@ class LLMSettings(Declared):
     startup_timeout_s: float = bounded(120.0, minimum=0)  # loading the model (the 1.5B takes seconds; more when busy)
     prompt_cache: bool = True         # later calls reuse the server's cache of the conversation so far
 
-    PATH, WHAT = "llm.", "LLM settings"
+    PATH, WHAT = "llm.transport.", "LLM settings"  # read_llm names a problem by the path given (flat: llm.model)
 
     def more_problems(self) -> list[str]:
         out = []
         if self.backend == "local" and self.model and not self.gguf_path and self.model not in OFFLINE_MODELS:
-            out.append(f"llm.model: {self.model!r} is not an offline model; the local backend serves one of "
-                       f"{', '.join(OFFLINE_MODELS)} (or llm.gguf_path)")
+            out.append(f"{self.PATH}model: {self.model!r} is not an offline model; the local backend serves one of "
+                       f"{', '.join(OFFLINE_MODELS)} (or {self.PATH}gguf_path)")
         if self.backend == "replay" and not self.replay_path:
-            out.append("llm.replay_path: the replay backend needs the transcript to replay")
+            out.append(f"{self.PATH}replay_path: the replay backend needs the transcript to replay")
         return out
 
     @property
@@ -156,15 +94,200 @@ class LLMSettings(Declared):
 
     @property
     def local_model(self) -> str:
-        """The offline model the local backend serves (the name, or the file's stem for llm.gguf_path)."""
+        """The offline model the local backend serves (the name, or the file's stem for gguf_path)."""
         if self.gguf_path:
             return Path(self.gguf_path).stem
         return self.model or DEFAULT_OFFLINE_MODEL
 
+    @property
+    def model_name(self) -> str | None:
+        """The model that answers: the offline one for the local backend, else `model`."""
+        return self.local_model if self.resolved_backend() == "local" else self.model
+
+
+@dataclasses.dataclass(frozen=True)
+class Strategy(Declared):
+    """How the designer asks (docs/designer.md; each idea measured in benchmarks/designer_quality.py and decided by a
+    rule set beforehand). The defaults are the adopted designer: one environment per reply, each feedback call in a
+    fresh conversation, the weakest quarter's needs and levers, one weak skill per environment. A config that
+    reruns an older designer pins its values (configs/study_cpu.yaml, configs/smoke.yaml)."""
+
+    max_repairs: int = bounded(2, minimum=0)     # follow-up "fix these problems" turns after an invalid reply
+    # Valid but wasteful designs sent back for repair, up to max_repairs turns (used as they are if the repairs do
+    # not mend them):
+    # "all": repeated or unchanged environments, repeats of any earlier design, and targets or purposes their
+    # settings do not serve (llm/targeting.py); "duplicates": only repeated or unchanged environments;
+    # "none" (the default): every valid design is accepted as it is. Sent back, the 1.5B model mended 4 of 38
+    # advised environments in two turns, and without those turns it targeted as often (69% vs 72%, p 0.83) and
+    # repeated no more, writing 603 fewer tokens a call (p < 0.01; docs/designer.md).
+    advice: Advice = "none"
+    # Sampling temperature of repair turns (None: the transport's `temperature`), each turn with its own seed. At
+    # temperature 0 the 1.5B offline model answered repair turns with its previous reply word for word; sampled at
+    # 0.7 its repeats of the earlier design fell from 46% to 29% of environments
+    # (benchmarks/results/designer_quality.md).
+    repair_temperature: float | None = bounded(0.7, minimum=0)
+    # Four ideas that did not pass the rule (an idea stays only if removing it lowers targeting, or raises repeats
+    # or tokens written, with p < 0.05 over two requests per profile), each off by default but kept as options:
+    # targets: each environment first names the achievements it trains (1 to 3, constrained to the game's names),
+    # then its settings; with advice "all", a target its settings give nothing for goes back for repair.
+    targets: bool = False
+    # needs: the achievements listed with what each needs, from the game's rules (its prompts/needs.txt).
+    needs: bool = False
+    # history: the earlier environments in the feedback turn, "json" (the configurations, as the paper did) or
+    # "summary" (their settings in words, what they trained and what the agent unlocked inside each, marked as tried).
+    history: History = "json"
+    # only_changes: the reply's schema offers each setting's values except its default (a setting written is a
+    # setting changed; the validator still accepts defaults from unconstrained endpoints).
+    only_changes: bool = False
+    # conversation: "fresh" (the default) asks each feedback call in a new conversation, the generation prompt then
+    # the feedback, with the earlier designs shown only as `history` describes them: the model has no earlier reply
+    # to paste back (in the second study's envgen run every environment of cycles 3 and 4 repeated an earlier
+    # cycle's; docs/designer.md); "continued" keeps every cycle's prompt and accepted reply in one conversation
+    # (the paper's).
+    conversation: Conversation = "fresh"
+    # envs_per_reply: environments asked per reply (None: all in one, as the paper). Asked all at once, the 1.5B
+    # model wrote near-copies of its first environment and repair turns returned the same reply; one per reply,
+    # each on its own branch with the ones written so far in words, its first-cycle environments all differed, with
+    # no repair (benchmarks/designer_quality.py; docs/designer.md).
+    envs_per_reply: int | None = bounded(1, minimum=1)
+    # analysis: with envs_per_reply, "first_reply" has the later replies of a design read the first one's analysis
+    # of the feedback in their prompt and write environments only; "each_reply" has every reply write its own (only
+    # the first is kept). first_reply wrote 276 fewer tokens a call (p 0.04) and targeted no worse (p 0.61) on two
+    # requests per profile, so it was adopted by the rule (docs/designer.md).
+    analysis: Analysis = "first_reply"
+    # distinct: every design distinct (issue 45): a valid reply holding an environment that repeats another of its
+    # design, or one of an earlier design of the run (every design this designer accepted, kept in its state, so
+    # also after a resume, and the `previous` a feedback call is given), is asked again on a fresh branch, the
+    # repeat named in words and the repeating reply not shown (the 1.5B model pasted an echoed reply back), with
+    # the next seed, within max_repairs; what still repeats after them is used, and kept in the transcript's
+    # "repeats_left" and report.json's adaptation. Equality is on the validated configurations, not their text.
+    # Off: repeats are accepted as before (advice "all"/"duplicates" still send them back as repair turns).
+    distinct: bool = True
+    # weak_needs: the feedback turn lists, for the weakest quarter of the achievements only, what each needs (the
+    # game's prompts/needs.txt) and which achievements come just before it (issue 45: lowest profile 0% -> 12%;
+    # the whole table, `needs`, did not help on average).
+    weak_needs: bool = True
+    # weak_levers: with each of those, the settings that make it easier to learn (the game's targeting map,
+    # llm/targeting.py: e.g. Heist's collect_key_blue: key_distance near, a small maze, num_keys 1 to 3; issue 45:
+    # lowest 38% -> 50% on top of focus).
+    weak_levers: bool = True
+    # focus: "weakest" asks each environment of a feedback design for one skill of the weakest quarter in turn,
+    # weakest first (environment 1 for the weakest, 2 for the next, ...; round again when the design has more
+    # environments than the quarter has skills), the model choosing its purpose and settings (issue 45: lowest
+    # 12% -> 38%); "none": the model picks which weak skills each environment serves (the paper's way).
+    focus: Focus = "weakest"
+
+    PATH, WHAT = "llm.strategy.", "LLM settings"
+
+
+SECTIONS: dict[str, type] = {"transport": Transport, "strategy": Strategy}
+SECTION_OF = {f.name: name for name, cls in SECTIONS.items() for f in dataclasses.fields(cls)}
+# Keys an older llm: block may hold for ideas measured and not adopted (they moved to benchmarks/designer_quality.py):
+# read at the value that asks as every designer does now, so old run directories load; any other value is refused.
+RETIRED = {"unserved": "accept"}
+NOT_ADOPTED = {("focus", "lagging")}  # values of a setting that stayed, measured in benchmarks/designer_quality.py
+
+
+def nest(data: Any, path: str, problems: list[str], moved: list[tuple[str, str]] | None = None) -> Any:
+    """An `llm:` mapping with its flat keys moved into their sections (`moved` gets each (section, key) moved). A
+    key given both flat and in its section with two values is a problem naming both paths."""
+    if not isinstance(data, Mapping):
+        return data
+    out = {key: dict(value) if isinstance(value, Mapping) else value for key, value in data.items()}
+    for key, value in data.items():
+        here = f"{path}.{key}"
+        if key in SECTIONS:
+            continue
+        del out[key]
+        section = SECTION_OF.get(key)
+        if key in RETIRED or (isinstance(value, str) and (key, value) in NOT_ADOPTED):
+            if value != RETIRED.get(key):
+                problems.append(f"{here}: {value!r} was measured and not adopted (docs/designer.md); "
+                                f"benchmarks/designer_quality.py keeps the variant")
+        elif section is None:
+            problems.append(f"{here}: unknown setting; allowed: {', '.join(SECTIONS)}, or any of their settings "
+                            f"({', '.join(SECTION_OF)})")
+        elif not isinstance(out.setdefault(section, {}), dict):  # `llm.strategy: 3`: the parser names it
+            continue
+        elif key in out[section] and out[section][key] != value:
+            problems.append(f"{here} and {path}.{section}.{key}: two values ({value!r} and "
+                            f"{out[section][key]!r}) for one setting; give it once")
+        else:
+            out[section][key] = value
+            if moved is not None:
+                moved.append((section, key))
+    return out
+
+
+def upgrade_run_settings(data: Mapping, overrides: Sequence[str] = ()) -> dict:
+    """A run configuration mapping where a setting of `llm:` given both flat and in its section with two values
+    keeps the one a --set gave (`overrides`, already applied to `data`) over the file's, as
+    games.upgrade_run_settings does; given both ways in the same place, `nest` refuses them."""
+    llm = data.get("llm")
+    if not isinstance(llm, Mapping):
+        return dict(data)
+    set_by = {item.partition("=")[0].strip() for item in overrides}
+    covered = lambda prefix: any(p == prefix or p.startswith(prefix + ".") for p in set_by)  # noqa: E731
+    llm = dict(llm)
+    for section in SECTIONS:
+        body = llm.get(section)
+        for key in [k for k in body if k in llm and llm[k] != body[k]] if isinstance(body, Mapping) else []:
+            flat_set, section_set = covered(f"llm.{key}"), covered(f"llm.{section}.{key}") or f"llm.{section}" in set_by
+            if flat_set and not section_set:
+                llm[section] = {k: v for k, v in llm[section].items() if k != key}
+            elif section_set and not flat_set:
+                del llm[key]
+    return {**data, "llm": llm}
+
+
+def read_llm(_run: Mapping, value: Any, path: str, problems: list[str]) -> "LLMSettings | None":
+    """The run configuration's `llm:` field, flat keys included (`from_mapping`'s `read` hook); a problem of a key
+    given flat is named by the path it was given at."""
+    before, moved = len(problems), []
+    nested = nest({} if value is None else value, path, problems, moved)
+    start = len(problems)
+    settings = from_mapping(LLMSettings, nested, path, problems)
+    for i in range(start, len(problems)):
+        for section, key in moved:
+            inside = re.escape(f"{path}.{section}.{key}")
+            problems[i] = re.sub(rf"^{inside}(?=[:\[ ]|$)", f"{path}.{key}", problems[i])
+    return settings if len(problems) == before else None
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMSettings(Declared):
+    """Settings of the LLM designer: how to reach the model and how to ask it."""
+
+    transport: Transport = Transport()
+    strategy: Strategy = Strategy()
+
+    PATH, WHAT = "llm.", "LLM settings"
+
+    @classmethod
+    def of(cls, **flat: Any) -> "LLMSettings":
+        """Settings from keyword arguments named as the sections' fields (`LLMSettings.of(model="m", focus="none")`),
+        the rest at their defaults."""
+        return cls().replace(**flat)
+
+    def replace(self, **flat: Any) -> "LLMSettings":
+        """These settings with some fields changed, each named as its section's field."""
+        unknown = [k for k in flat if k not in SECTION_OF]
+        if unknown:
+            raise ConfigError([f"llm.{k}: unknown setting; allowed: {', '.join(SECTION_OF)}" for k in unknown],
+                              what=self.WHAT)
+        parts = {name: {k: v for k, v in flat.items() if SECTION_OF[k] == name} for name in SECTIONS}
+        return dataclasses.replace(self, **{name: dataclasses.replace(getattr(self, name), **parts[name])
+                                            for name in SECTIONS})
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "LLMSettings":
-        """Build from a run configuration's `llm:` mapping, through the run configuration's parser."""
-        return from_mapping(cls, data, "llm")  # None: the defaults; not a mapping: a ConfigError naming `llm`
+        """Build from a run configuration's `llm:` mapping (sections, or flat keys), through the run
+        configuration's parser."""
+        problems: list[str] = []
+        settings = read_llm({}, data, "llm", problems)  # not a mapping: a ConfigError naming `llm`
+        if problems:
+            raise ConfigError(problems, what="settings")
+        return settings
 
     @classmethod
     def from_file(cls, path: str | Path) -> "LLMSettings":
@@ -173,8 +296,13 @@ class LLMSettings(Declared):
         return cls.from_dict(data["llm"] if "llm" in data else data)
 
     def to_dict(self, secrets: bool = False) -> dict:
-        """Plain dict; the API key is left out unless asked for, so transcripts and checkpoints never hold it."""
-        out = dataclasses.asdict(self)
+        """The `llm:` mapping as configs write it: the transport's settings, then `strategy:`. The API key is left
+        out unless asked for, so transcripts and checkpoints never hold it."""
+        out = {**dataclasses.asdict(self.transport), "strategy": dataclasses.asdict(self.strategy)}
         if not secrets:
             out["api_key"] = None
         return out
+
+    def flat(self) -> dict:
+        """Every field by its own name (the shape before the sections, as older run directories saved it)."""
+        return {**dataclasses.asdict(self.transport), "api_key": None, **dataclasses.asdict(self.strategy)}

@@ -8,11 +8,11 @@ from envgen_jax.methods.base import Method
 def request(designer, n: int, success):
     if success is None:
         return designer.generate(n)
-    spec, per = designer.spec, designer.settings.envs_per_reply  # asked as the designer asks (Designer.ask)
+    spec, per = designer.spec, designer.strategy.envs_per_reply  # asked as the designer asks (Designer.ask)
     prompt = render_template("curriculum_adversarial.txt", ("success", "previous_configs", "output_format", "num_envs"),
                              title=spec.title, num_envs=n, success=format_success(spec, success, order="strongest"),
                              previous_configs=format_configs(designer.configs),
-                             output_format=output_format(spec, n, designer.settings, per))
+                             output_format=output_format(spec, n, designer.strategy, per))
     return designer.ask(prompt, n, kind="adversarial")
 
 

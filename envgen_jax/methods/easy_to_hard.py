@@ -6,11 +6,11 @@ from envgen_jax.methods.base import Method
 
 
 def request(designer, cycle: int, cycles: int, n: int):
-    spec, per = designer.spec, designer.settings.envs_per_reply  # asked as the designer asks (Designer.ask)
+    spec, per = designer.spec, designer.strategy.envs_per_reply  # asked as the designer asks (Designer.ask)
     stage = render_template("curriculum_easy_to_hard.txt", ("stage", "stages", "output_format", "num_envs"),
                             stage=cycle + 1, stages=cycles, title=spec.title, num_envs=n,
-                            output_format=output_format(spec, n, designer.settings, per))
-    prompt = generation_prompt(spec, n, designer.settings, per) + "\n\n" + stage if not designer.messages else stage
+                            output_format=output_format(spec, n, designer.strategy, per))
+    prompt = generation_prompt(spec, n, designer.strategy, per) + "\n\n" + stage if not designer.messages else stage
     return designer.ask(prompt, n, kind="easy_to_hard")
 
 
