@@ -7,7 +7,8 @@
 On device: a `lax.while_loop` over at most `max_steps` vector-env steps (fresh envs reset at the start), stopped
 early once every env of every seed has finished `episodes_per_env` episodes; episodes beyond that count, and
 episodes still running at the budget, are not counted (the count is reported, so a short budget shows up as
-fewer episodes, never as made-up values). Returns RowStats [S, K] (metrics.py).
+fewer episodes, never as made-up values). Returns RowStats [S, K] (metrics.py). The seeds run side by side as the
+trainer's do (`execution.seed_axis`: vmapped, or one after another).
 
 Modes: "sample" (the stochastic policy, as trained), "greedy" (argmax), "random" (uniform actions; the random-policy
 baseline through the very same evaluator; params are ignored). The mode is a traced argument: one compile serves
@@ -28,7 +29,7 @@ from envgen_jax.trainer.metrics import (RowStats, across_seeds, mean_or_nan, nan
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
 from envgen_jax.trainer.reuse import reused
-from envgen_jax.trainer.train import Trainer, layout, prng_key
+from envgen_jax.trainer.train import Trainer, layout, over_seeds, prng_key
 from envgen_jax.trainer.train import default_vecenv as _default_vecenv
 from envgen_jax.trainer.train import rows_axis as _rows_axis
 
@@ -152,7 +153,8 @@ class Evaluator:
         self.trace_count += 1
         key = jnp.where(fold_in >= 0, jax.random.fold_in(key, fold_in), key)
         keys = jax.random.split(key, jax.tree.leaves(params)[0].shape[0])
-        return jax.vmap(self._run_one, in_axes=(0, 0, None, _rows_axis(rows), None))(params, keys, bank, rows, mode)
+        return over_seeds(self._run_one, (0, 0, None, _rows_axis(rows), None),
+                          self.trainer.cfg.execution.seed_axis)(params, keys, bank, rows, mode)
 
     def run(self, params, bank, rows, key, mode: str = "sample", fold_in: int = -1) -> tuple[RowStats, jax.Array]:
         """Device RowStats [S, K] and the steps taken [S]. params: the TrainState's params (seed axis [S]);
