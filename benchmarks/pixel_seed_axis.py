@@ -61,7 +61,7 @@ def main(argv=None) -> dict:
     result = {"benchmark": "pixel_seed_axis", "environment": environment(), "config": str(CONFIG.relative_to(ROOT)),
               "settings": {"seeds": args.seeds, "updates_per_call": args.updates, "repeats": args.repeats,
                            "cpu_tiny": args.cpu_tiny, "num_envs": cfg.ppo.num_envs, "num_steps": cfg.ppo.num_steps,
-                           "conv_channels": list(cfg.ppo.conv_channels), "steps_per_call": steps_per_call},
+                           "conv_channels": list(cfg.network.conv.channels), "steps_per_call": steps_per_call},
               "definition": "compile_s: ahead-of-time lower + compile of the chunk; median_s: the median timed call "
                             "after two warm-ups; steps_per_s = steps_per_call / median_s (all seeds)",
               "variants": {}}

@@ -9,6 +9,7 @@ import pytest
 
 from envgen_jax.trainer import probes
 from envgen_jax.trainer.metrics import mean_or_nan, to_host
+from envgen_jax.trainer.encoders import ConvNet, MLPNet
 from envgen_jax.trainer.ppo import PPOConfig, compute_gae
 from envgen_jax.trainer.train import make_trainer, prng_key, seed_keys, select_seeds
 
@@ -276,13 +277,13 @@ def test_config_validation():
 def test_networks_shapes_and_size():
     from envgen_jax.trainer.networks import ActorCritic, count_params
 
-    mlp = ActorCritic(num_actions=17, obs_shape=(1345,))
+    mlp = ActorCritic(num_actions=17, obs_shape=(1345,), settings=MLPNet())
     params = mlp.init(jax.random.PRNGKey(0), jnp.zeros((1345,)))
     assert 2.3e6 < count_params(params) < 2.5e6  # Craftax baselines: about 2.4M on the 1345-d input
     logits, value = mlp.apply(params, jnp.zeros((3, 5, 1345)))
     assert logits.shape == (3, 5, 17) and value.shape == (3, 5)
 
-    conv = ActorCritic(num_actions=17, obs_shape=(63, 63, 3), kind="conv", width=32, conv_channels=(8, 16))
+    conv = ActorCritic(num_actions=17, obs_shape=(63, 63, 3), settings=ConvNet(width=32, channels=(8, 16)))
     params = conv.init(jax.random.PRNGKey(0), jnp.zeros((63, 63, 3)))
     logits, value = conv.apply(params, jnp.ones((2, 4, 63, 63, 3)))
     assert logits.shape == (2, 4, 17) and value.shape == (2, 4)
@@ -296,7 +297,7 @@ def test_init_many_seeds_does_not_hang(two_seed_trainer):
     time (lax.map): every decomposition in its program is of one matrix, none batched over seeds."""
     trainer, bank = two_seed_trainer, probes.make_bank([1.0])
     keys = seed_keys(range(8))
-    rows = np.zeros(trainer.cfg.num_envs, np.int32)
+    rows = np.zeros(trainer.cfg.ppo.num_envs, np.int32)
     jaxpr = jax.make_jaxpr(trainer._init)(keys, trainer.hparams(count=8), bank, rows)
     decompositions = [e for e in _equations(jaxpr.jaxpr) if e.primitive.name in ("householder_product", "geqrf", "qr")]
     assert decompositions, "the network has orthogonal initialisers: their QR decompositions must be found"

@@ -167,23 +167,34 @@ class PPOConfig:
             network, flat = None, {**flat, "network": network}
         sections = {"ppo": ppo or PPOAlgorithm(), "network": network or NetworkConfig(),
                     "execution": execution or ExecutionConfig()}
-        algorithm = {k: flat.pop(k) for k in list(flat) if k in _ALGORITHM}
-        if algorithm:
-            sections["ppo"] = dataclasses.replace(sections["ppo"], **algorithm)
-        unknown = sorted(set(flat) - set(LEGACY_KEYS))
+        unknown = sorted(set(flat) - set(LEGACY_KEYS) - _ALGORITHM)
         if unknown:
             raise TypeError(f"PPOConfig got unexpected settings {', '.join(unknown)}")
         kind = flat.get("network", sections["network"].kind)
+        problems: list[str] = []  # every section's, reported together
+
+        def change(section, update):
+            try:
+                sections[section] = update(sections[section])
+            except ConfigError as e:
+                problems.extend(p for p in e.problems if p not in problems)
+
+        algorithm = {k: v for k, v in flat.items() if k in _ALGORITHM}  # at once: their checks involve several
+        change("ppo", lambda section: dataclasses.replace(section, **algorithm))
         for key, value in flat.items():
-            path = legacy_path(key, kind)
+            path = None if key in _ALGORITHM else legacy_path(key, kind)
             if path is not None:
-                sections[path[0]] = _replaced(sections[path[0]], path[1:], value)
+                change(path[0], lambda section: _replaced(section, path[1:], value))
         for name, value in sections.items():
             object.__setattr__(self, name, value)
-        if self.network.recurrent != "none" and self.ppo.num_envs % self.ppo.num_minibatches:
-            raise ConfigError([f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
-                               f"num_minibatches = {self.ppo.num_minibatches} must divide num_envs = "
-                               f"{self.ppo.num_envs}"], what="PPO settings")
+        # the values asked for, also where another of the algorithm's settings was refused
+        envs, minibatches = (algorithm.get(k, getattr(self.ppo, k)) for k in ("num_envs", "num_minibatches"))
+        if self.network.recurrent != "none" and isinstance(envs, int) and isinstance(minibatches, int) and \
+                minibatches >= 1 and envs % minibatches:
+            problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
+                            f"num_minibatches = {minibatches} must divide num_envs = {envs}")
+        if problems:
+            raise ConfigError(problems, what="PPO settings")
 
     @classmethod
     def upgrade_mapping(cls, data, problems: list[str]) -> dict:

@@ -29,7 +29,7 @@ from envgen_jax.trainer.metrics import (RowStats, across_seeds, mean_or_nan, nan
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
 from envgen_jax.trainer.reuse import reused
-from envgen_jax.trainer.train import Trainer, layout, over_seeds, prng_key
+from envgen_jax.trainer.train import Trainer, layout, prng_key
 from envgen_jax.trainer.train import default_vecenv as _default_vecenv
 from envgen_jax.trainer.train import rows_axis as _rows_axis
 
@@ -153,8 +153,8 @@ class Evaluator:
         self.trace_count += 1
         key = jnp.where(fold_in >= 0, jax.random.fold_in(key, fold_in), key)
         keys = jax.random.split(key, jax.tree.leaves(params)[0].shape[0])
-        return over_seeds(self._run_one, (0, 0, None, _rows_axis(rows), None),
-                          self.trainer.cfg.execution.seed_axis)(params, keys, bank, rows, mode)
+        return self.trainer.over_seeds(self._run_one, (0, 0, None, _rows_axis(rows), None))(params, keys, bank, rows,
+                                                                                            mode)
 
     def run(self, params, bank, rows, key, mode: str = "sample", fold_in: int = -1) -> tuple[RowStats, jax.Array]:
         """Device RowStats [S, K] and the steps taken [S]. params: the TrainState's params (seed axis [S]);

@@ -131,16 +131,15 @@ class Trainer:
       agent_state(state) -> the agent's TrainState (the state itself here; a ReplayTrainer's holds one)
       apply / act / initial_memory / forget: the network (`networks.Agent`); values are de-normalised only in
         training (the evaluator and probes use logits)
-    Attributes: env, cfg, venv, network, agent, ppo, tx, trace_counts (dict: Python traces per jitted function;
-    eval_shape via abstract_state counts as an init trace).
+    Attributes: env, cfg, venv, network, agent, ppo, tx, over_seeds (`over_seeds` on cfg.execution.seed_axis),
+    trace_counts (dict: Python traces per jitted function; eval_shape via abstract_state counts as an init trace).
     Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
     """
 
     def __init__(self, env, cfg: PPOConfig, venv=None):
         self.env, self.cfg = env, cfg
         self.venv = venv if venv is not None else default_vecenv(env, cfg, cfg.ppo.num_envs)
-        self.obs_shape = tuple(env.obs_shape)
-        self.num_actions = int(env.num_actions)
+        self.obs_shape, self.num_actions = tuple(env.obs_shape), int(env.num_actions)
         self.achievement_names = tuple(env.achievement_names)
         self.network = make_network(env, cfg)
         self.agent = Agent(self.network)
@@ -149,6 +148,7 @@ class Trainer:
         self.tx = self.ppo.optimizer(np.float32(cfg.ppo.lr))
         self.apply, self.act = self.agent.apply, self.agent.act
         self.initial_memory, self.forget = self.agent.initial_memory, self.agent.forget
+        self.over_seeds = functools.partial(over_seeds, how=cfg.execution.seed_axis)  # training, init and evaluation
         self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
         self._init_jit = jax.jit(self._init)
         self._init_blank_jit = jax.jit(self._init_blank)
@@ -212,8 +212,7 @@ class Trainer:
         # six or more of them (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
         params = jax.lax.map(self._init_params, keys)
         one = functools.partial(self._init_one, episodes=episodes)
-        return over_seeds(one, (0, 0, 0, None, rows_axis(rows)), self.cfg.execution.seed_axis)(keys, params, hparams,
-                                                                                              bank, rows)
+        return self.over_seeds(one, (0, 0, 0, None, rows_axis(rows)))(keys, params, hparams, bank, rows)
 
     def _init_blank(self, keys, hparams, bank, rows):
         return self._init(keys, hparams, bank, rows, episodes=False)
@@ -243,7 +242,7 @@ class Trainer:
 
     def _reset_envs(self, ts, bank, rows):
         self.trace_counts["reset_envs"] += 1
-        return over_seeds(self._reset_one, (0, None, rows_axis(rows)), self.cfg.execution.seed_axis)(ts, bank, rows)
+        return self.over_seeds(self._reset_one, (0, None, rows_axis(rows)))(ts, bank, rows)
 
     def reset_envs(self, ts, bank, rows):
         """Fresh episodes in every env slot from `rows` of `bank` (params and optimiser kept; `ts` is donated).
@@ -291,7 +290,7 @@ class Trainer:
     def _train_chunk(self, ts, bank, rows, reset, num_updates: int):
         self.trace_counts["train_chunk"] += 1
         fn = functools.partial(self._chunk_one, num_updates=num_updates)
-        return over_seeds(fn, (0, None, rows_axis(rows), None), self.cfg.execution.seed_axis)(ts, bank, rows, reset)
+        return self.over_seeds(fn, (0, None, rows_axis(rows), None))(ts, bank, rows, reset)
 
     def compile_train_chunk(self, ts, bank, rows, num_updates: int):
         """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows, reset=False) ->
