@@ -172,14 +172,14 @@ def test_per_row_metrics_and_no_retrace_when_bank_changes(two_seed_trainer):
     before = trainer.trace_counts["train_chunk"]
     m = to_host(m)
     # one-step episodes: every step ends one, and each row's return is its reward exactly
-    steps = 2 * trainer.cfg.num_steps
+    steps = 2 * trainer.cfg.ppo.num_steps
     np.testing.assert_array_equal(m.rows.episodes, [[10 * steps, 6 * steps, 0]] * 3)
     np.testing.assert_array_equal(m.rows.env_steps, m.rows.episodes)
     means = mean_or_nan(m.rows.return_sum, m.rows.episodes)
     np.testing.assert_allclose(means[:, :2], [[1.0, 0.5]] * 3)
     assert np.isnan(means[:, 2]).all()  # row 2 ran no env: NaN, not 0
     np.testing.assert_array_equal(m.losses.total_loss.shape, (3, 2))
-    np.testing.assert_array_equal(m.env_steps, [2 * N * trainer.cfg.num_steps] * 3)
+    np.testing.assert_array_equal(m.env_steps, [2 * N * trainer.cfg.ppo.num_steps] * 3)
 
     # new bank values and a new mixture: same shapes, so no retrace, and the numbers follow the new bank
     bank2 = probes.make_bank([3.0, -1.0, 0.25])
@@ -267,8 +267,8 @@ def test_config_validation():
         PPOConfig(num_envs=3, num_steps=3, num_minibatches=2)
     with pytest.raises(ValueError, match="total_updates"):
         PPOConfig(anneal_lr=True)
-    assert PPOConfig.craftax_baseline().batch_size == 65536
-    paper = PPOConfig.envgen_paper()
+    assert PPOConfig.craftax_baseline().ppo.batch_size == 65536
+    paper = PPOConfig.envgen_paper().ppo
     assert (paper.gamma, paper.gae_lambda, paper.update_epochs, paper.num_minibatches, paper.lr) == \
         (0.95, 0.65, 3, 8, 3e-4)
     assert paper.minibatch_size == 512
