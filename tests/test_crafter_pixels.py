@@ -110,11 +110,12 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
     assert (p.num_envs, p.num_steps, p.update_epochs, p.num_minibatches) == (8, 512, 3, 8)
     assert (p.gamma, p.gae_lambda, p.lr, p.ent_coef, p.max_grad_norm) == (0.95, 0.65, 3e-4, 0.01, 0.5)
     assert p.value_norm and p.value_norm_decay == 0.99 and p.adv_norm == "batch" and not p.clip_value
-    assert (p.network, tuple(p.conv_channels), p.conv_norm, p.width, p.head_width) == ("conv", (64, 128, 128),
-                                                                                      True, 256, 1024)
+    c = cfg.network.conv
+    assert (cfg.network.kind, c.channels, c.res_blocks, c.norm, c.width, c.head_width) == \
+        ("conv", (64, 128, 128), 2, True, 256, 1024)
     assert 3.8e6 < parameter_count(RunParts.of(cfg)) < 4.2e6  # the paper: "about 4M"
 
-    tiny = dataclasses.replace(p, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
+    tiny = dataclasses.replace(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
                                conv_channels=(4, 8), width=16, head_width=32)
     trainer = make_trainer(pixel_env, tiny)
     bank = make_params([CrafterConfig.original()])
