@@ -147,7 +147,7 @@ def train_recipe(name: str, seeds: int, steps: int, work: Path, updates_per_chun
     cfg, agent_seeds, hparams = recipe_config(name, seeds)
     env = CrafterEnv()
     bank = make_params([CrafterConfig.original()])
-    rows = jnp.zeros(cfg.num_envs, jnp.int32)
+    rows = jnp.zeros(cfg.ppo.num_envs, jnp.int32)
     trainer = make_trainer(env, cfg)
     total_updates = -(-steps // cfg.steps_per_update)
     work.mkdir(parents=True, exist_ok=True)

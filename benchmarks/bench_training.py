@@ -162,8 +162,8 @@ def run(env_counts=(1024, 2048, 4096, 8192, 16384), num_steps: int = 64, updates
                                   "sps": sps(tr_steps, tr_times["homogeneous"]), "steps_per_call": tr_steps},
             "train_heterogeneous": {"times_s": tr_times["heterogeneous"],
                                     "sps": sps(tr_steps, tr_times["heterogeneous"]), "steps_per_call": tr_steps},
-            "ppo": {"num_steps": num_steps, "updates_per_chunk": updates, "update_epochs": cfg.update_epochs,
-                    "num_minibatches": cfg.num_minibatches, "width": width, "depth": cfg.depth},
+            "ppo": {"num_steps": num_steps, "updates_per_chunk": updates, "update_epochs": cfg.ppo.update_epochs,
+                    "num_minibatches": cfg.ppo.num_minibatches, "width": width, "depth": cfg.network.mlp.depth},
             "measured_at": _now(),
         }
         rec["ratio_train_homo_over_env"] = rec["train_homogeneous"]["sps"] / rec["env_only"]["sps"]

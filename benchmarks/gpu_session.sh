@@ -83,8 +83,8 @@ if [ "$TINY" = 1 ]; then
   SPEED_SEEDS=(1 2 2); PIXEL_SPEED_4=${PIXEL_SPEED_4:-dense:bfloat16}; PIXEL_SPEED_16=${PIXEL_SPEED_16:-dense:bfloat16}
   E2E_ARGS=(--cpu-tiny --seeds 1); TRAIN_ARGS=(--cpu-tiny --envs 8)
   PIXEL_SEEDS=${PIXEL_SEEDS:-2}; PIXEL_STEPS=${PIXEL_STEPS:-64}
-  PIXEL_ARGS=(ppo.num_envs=2 ppo.num_steps=16 ppo.update_epochs=1 ppo.num_minibatches=2 "ppo.conv_channels=[4,8]"
-              ppo.width=16 ppo.head_width=32 schedule.updates_per_chunk=1 eval.num_envs=2 eval.max_steps=20)
+  PIXEL_ARGS=(ppo.num_envs=2 ppo.num_steps=16 ppo.update_epochs=1 ppo.num_minibatches=2 "network.conv.channels=[4,8]"
+              network.conv.width=16 network.conv.head_width=32 schedule.updates_per_chunk=1 eval.num_envs=2 eval.max_steps=20)
 else
   T_CHECK=${T_CHECK:-60}; T_E2E_COLD=${T_E2E_COLD:-260}; T_E2E_WARM=${T_E2E_WARM:-210}
   T_TRAINING=${T_TRAINING:-150}; T_PIXEL_MIN=${T_PIXEL_MIN:-60}; T_SUMMARY=${T_SUMMARY:-45}
@@ -210,7 +210,7 @@ case ",$STAGES," in
         stage pixel "$PIXEL_LEFT" "$PY" -m envgen_jax.cli train --config configs/crafter_ppo_paper_agent.yaml \
         --out "$RESULTS/pixel_run" --set seeds="$PIXEL_SEEDS" schedule.cycles=0 schedule.final_steps="$PIXEL_STEPS" \
         output.progress=false output.tensorboard=false output.pictures=false output.checkpoint_minutes=1 \
-        ppo.seed_axis="${PIXEL_SEED_AXIS:-vmap}" ppo.compute_dtype="${PIXEL_DTYPE:-float32}" "${PIXEL_ARGS[@]}"
+        execution.seed_axis="${PIXEL_SEED_AXIS:-vmap}" execution.compute_dtype="${PIXEL_DTYPE:-float32}" "${PIXEL_ARGS[@]}"
       fi
       STAGES=$STAGES,pixel_summary
       stage pixel_summary "$T_SUMMARY" "$PY" benchmarks/pixel_agent_1m.py "$RESULTS/pixel_run" \

@@ -31,7 +31,7 @@ from benchmarks.common import environment, write_text_atomic  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "configs" / "crafter_ppo_paper_agent.yaml"
 TINY = ["ppo.num_envs=2", "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2",
-        "ppo.conv_channels=[4,8]", "ppo.width=16", "ppo.head_width=32"]
+        "network.conv.channels=[4,8]", "network.conv.width=16", "network.conv.head_width=32"]
 MODES = ("map", "vmap")  # map first: the first GPU try compiled vmap (88 s) and never reached map
 
 
@@ -61,7 +61,7 @@ def main(argv=None) -> dict:
     result = {"benchmark": "pixel_seed_axis", "environment": environment(), "config": str(CONFIG.relative_to(ROOT)),
               "settings": {"seeds": args.seeds, "updates_per_call": args.updates, "repeats": args.repeats,
                            "cpu_tiny": args.cpu_tiny, "num_envs": cfg.ppo.num_envs, "num_steps": cfg.ppo.num_steps,
-                           "conv_channels": list(cfg.ppo.conv_channels), "steps_per_call": steps_per_call},
+                           "conv_channels": list(cfg.network.conv.channels), "steps_per_call": steps_per_call},
               "definition": "compile_s: ahead-of-time lower + compile of the chunk; median_s: the median timed call "
                             "after two warm-ups; steps_per_s = steps_per_call / median_s (all seeds)",
               "variants": {}}

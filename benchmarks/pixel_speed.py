@@ -12,7 +12,7 @@ Parts, each its own compiled program over S seeds (configs/crafter_ppo_paper_age
     chunk    one whole PPO update (rollout, GAE, learn) as a training chunk runs it: the figure that counts
     eval     the evaluator's loop (8 envs a seed, a fixed number of steps, sampling the policy)
 so `rollout - env` is the forward passes and `chunk - rollout - learn` the rest. A variant is
-`seed_axis:compute_dtype` (ppo.seed_axis vmap | map | dense; ppo.compute_dtype float32 | bfloat16).
+`seed_axis:compute_dtype` (execution.seed_axis vmap | map | dense; execution.compute_dtype float32 | bfloat16).
 
 Every row is saved as it is measured (a run cut off by a time limit keeps its rows) and rows from earlier
 invocations are kept (a row measured again replaces its older self), so parts, seed counts and variants of XLA's flags
@@ -41,7 +41,7 @@ from benchmarks.common import ROOT, environment, write_text_atomic  # noqa: E402
 
 CONFIG = ROOT / "configs" / "crafter_ppo_paper_agent.yaml"
 TINY = ["ppo.num_envs=2", "ppo.num_steps=8", "ppo.update_epochs=1", "ppo.num_minibatches=2",
-        "ppo.conv_channels=[4,8]", "ppo.width=16", "ppo.head_width=32"]
+        "network.conv.channels=[4,8]", "network.conv.width=16", "network.conv.head_width=32"]
 PARTS = ("env", "rollout", "learn", "chunk", "eval")
 VARIANTS = ("vmap:float32", "dense:float32", "dense:bfloat16")
 
@@ -73,19 +73,18 @@ class Parts:
     """The compiled pieces of one trainer's update, each over every seed (the trainer's own seed axis)."""
 
     def __init__(self, trainer, bank, rows, eval_steps: int):
-        from envgen_jax.trainer.train import over_seeds
         self.trainer, self.bank, self.rows, self.eval_steps = trainer, bank, rows, eval_steps
         self.cfg, self.ppo, self.venv = trainer.cfg, trainer.ppo, trainer.venv
-        self.over = lambda fn, axes: over_seeds(fn, axes, trainer.cfg.seed_axis)
+        self.over = trainer.over_seeds  # the trainer's own seed axis
 
     def env(self, ts):
         def one(env_state, key):
             def step(env_state, k):
                 k_act, k_env = jax.random.split(k)
-                action = jax.random.randint(k_act, (self.cfg.num_envs,), 0, self.trainer.num_actions)
+                action = jax.random.randint(k_act, (self.cfg.ppo.num_envs,), 0, self.trainer.num_actions)
                 _, env_state, info = self.venv.step(k_env, env_state, action, self.bank, self.rows)
                 return env_state, info.reward
-            return jax.lax.scan(step, env_state, jax.random.split(key, self.cfg.num_steps))[1].sum()
+            return jax.lax.scan(step, env_state, jax.random.split(key, self.cfg.ppo.num_steps))[1].sum()
         return self.over(one, (0, 0)), (ts.env_state, ts.key)
 
     def rollout(self, ts):
@@ -115,7 +114,7 @@ def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
     trainer = make_trainer(env, ppo)
     ts = trainer.init(bank, rows)
     parts = Parts(trainer, bank, rows, args.eval_steps)
-    steps = seeds * ppo.num_envs * ppo.num_steps  # env steps of one update, all seeds
+    steps = seeds * ppo.steps_per_update  # env steps of one update, all seeds
     for part in args.parts:
         name = "env" if part == "env" else f"{axis}:{dtype}"
         if part == "env" and any(r["part"] == "env" and r["seeds"] == seeds and r["label"] == args.label
@@ -136,11 +135,11 @@ def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
                 timing = {"compile_s": round(compile_s, 2), "median_s": statistics.median(times), "times_s": times}
                 row_steps = steps
             elif part == "eval":
-                evaluator = make_evaluator(trainer, ppo.num_envs, episodes_per_env=10**6, max_steps=args.eval_steps)
+                evaluator = make_evaluator(trainer, ppo.ppo.num_envs, episodes_per_env=10**6, max_steps=args.eval_steps)
                 key = np.zeros(2, np.uint32)
                 fn = lambda p: evaluator._run(p, key, np.int32(-1), bank, rows, np.int32(0))[1]  # noqa: E731
                 timing = _timed(fn, ts.params, repeats=args.repeats)
-                row_steps = seeds * ppo.num_envs * args.eval_steps
+                row_steps = seeds * ppo.ppo.num_envs * args.eval_steps
             elif part == "learn":
                 fn, fn_args = parts.learn(ts, parts.trajectory(ts))
                 timing = _timed(fn, *fn_args, repeats=args.repeats)

@@ -140,7 +140,8 @@ def from_mapping(cls, data: Any, path: str = "", problems: list[str] | None = No
     """Build dataclass `cls` from a (nested) mapping. Missing keys keep their defaults. Problems raise one
     ConfigError; with `problems` given they are appended to it instead, and None is returned. A field whose metadata
     holds `read`, (mapping, value, path, problems) -> value, is read by it instead of by its type: a run's
-    `game_options`, whose settings the chosen game declares."""
+    `game_options`, whose settings the chosen game declares. A class with an `upgrade_mapping(data, problems)`
+    classmethod has its mapping passed through it first: older versions' keys moved to where they live today."""
     own = problems is None
     problems = [] if own else problems
     start = len(problems)
@@ -151,6 +152,9 @@ def from_mapping(cls, data: Any, path: str = "", problems: list[str] | None = No
         if own:
             raise ConfigError(problems, what="settings")
         return None
+    upgrade = getattr(cls, "upgrade_mapping", None)  # a class whose older versions' keys live elsewhere today
+    if upgrade is not None:
+        data = upgrade(data, problems)
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     kwargs = {}

@@ -12,13 +12,15 @@ import dataclasses
 import itertools
 import math
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from envgen_jax.config_io import apply_overrides, from_mapping, load_config_file, to_mapping
 from envgen_jax import games, methods
 from envgen_jax.llm import settings as llm_settings
 from envgen_jax.llm.settings import LLMSettings, read_llm
 from envgen_jax.schema import ConfigError, Declared, bounded, declared_problems
+from envgen_jax.trainer.config import LEGACY_KEYS, ExecutionConfig, PPOAlgorithm, legacy_path
+from envgen_jax.trainer.encoders import ENCODERS, NetworkConfig
 from envgen_jax.trainer.ppo import HYPERPARAMS, PPOConfig
 
 METHODS = methods.METHODS
@@ -134,7 +136,14 @@ class RunConfig:
         default=None, metadata={"read": lambda run, *args: games.read_run_options(run, *args, RunConfig.env)})
     """the game's own settings, declared by its package (Heist: `mode`, Procgen's distribution mode, easy (9x9 world)
     or hard (13x13, Procgen's default): `game_options: {mode: easy}`; Crafter has none)"""
-    ppo: PPOConfig = PPOConfig()
+    ppo: PPOAlgorithm = PPOAlgorithm()
+    """the PPO algorithm's sizes, switches and hyperparameters"""
+    network: NetworkConfig = NetworkConfig()
+    """the agent's network: `kind` (mlp | map | conv) and each kind's settings (`network: {kind: conv, conv:
+    {channels: [64, 128, 128]}}`); older configurations' `ppo.width`, `ppo.network`, ... are read into it"""
+    execution: ExecutionConfig = ExecutionConfig()
+    """how the agents run: `seed_axis` (training, evaluation and init), `resets_per_step`; the seeds are the
+    top-level `seeds` and `seed`"""
     schedule: ScheduleConfig = ScheduleConfig()
     eval: EvalConfig = EvalConfig()
     llm: LLMSettings = dataclasses.field(default=LLMSettings(), metadata={"read": read_llm})
@@ -159,16 +168,37 @@ class RunConfig:
                                                                                        problems=problems))
         if self.method not in METHODS:
             problems.append(f"method: {self.method!r} is not one of {', '.join(METHODS)}")
-        if (self.ppo.num_seeds, self.ppo.seed) != (1, 0):
-            problems.append("ppo.num_seeds / ppo.seed: set the top-level `seeds` and `seed` instead")
+        if (self.execution.num_seeds, self.execution.seed) != (1, 0):
+            problems.append("execution.num_seeds / execution.seed: set the top-level `seeds` and `seed` instead")
+        problems += self.agent_problems()
         if self.method in METHODS:
             problems += methods.get(self.method).config_problems(self)
         if problems:
             raise ConfigError(problems, what="run configuration")
 
+    def agent_problems(self) -> list[str]:
+        """The network against the observation it reads, and the sections against each other (PPOConfig's checks)."""
+        readers = [kind for kind, settings in ENCODERS.items() if self.observation in settings.OBSERVATIONS]
+        problems = []
+        if self.network.kind not in readers:
+            problems.append(f"network.kind: {self.network.kind!r} cannot read the {self.observation!r} observation "
+                            f"(observation: {self.observation} needs network.kind {' or '.join(map(repr, readers))})")
+        try:
+            PPOConfig(self.ppo, self.network, self.execution)
+        except ConfigError as e:
+            problems += e.problems
+        return problems
+
+    @classmethod
+    def upgrade_mapping(cls, data: Mapping, problems: list[str]) -> dict:
+        """A run configuration mapping with older versions' `ppo.` network and execution keys in their sections
+        (`config_io.from_mapping` calls it)."""
+        return upgrade_ppo_keys(data, problems)[0]
+
     @property
     def trainer_ppo(self) -> PPOConfig:
-        return dataclasses.replace(self.ppo, num_seeds=self.num_agents, seed=self.seed)
+        return PPOConfig(self.ppo, self.network,
+                         dataclasses.replace(self.execution, num_seeds=self.num_agents, seed=self.seed))
 
     @property
     def num_agents(self) -> int:
@@ -237,7 +267,53 @@ def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = (
     data = games.upgrade_run_settings(apply_overrides(data, overrides, problems), problems, overrides)  # heist_mode
     data, moved = methods.upgrade_run_settings(data, problems, overrides)  # ued: -> method_options
     data = llm_settings.upgrade_run_settings(data, overrides)  # a --set wins, flat or in its llm section
+    data, moved_ppo = upgrade_ppo_keys(data, problems, overrides)  # ppo.width -> network.mlp.width, ...
+    moved = {**moved, **moved_ppo}
     config = from_mapping(RunConfig, data, problems=problems)
     if problems:  # a wrong --set string is reported with the settings' problems
         raise ConfigError(methods.renamed(problems, moved), what="run configuration")
     return config
+
+
+def upgrade_ppo_keys(data: Mapping, problems: list[str], overrides: Sequence[str] = ()) -> tuple[dict, dict]:
+    """A run configuration mapping whose `ppo:` section holds keys of the flat PPOConfig of older versions
+    (`ppo.width`, `ppo.network`, `ppo.seed_axis`, ...), with each moved to its section (`trainer.config.LEGACY_KEYS`:
+    `ppo.width` to the chosen kind's `network.<kind>.width`). Where the new key gives another value, the one set by
+    a --set (`overrides`, already applied to `data`) wins over the file's; given both ways in the same place, it is
+    a problem naming both. Returns (the mapping, {new path: old path}) for naming problems by the key written."""
+    ppo = data.get("ppo")
+    if not isinstance(ppo, Mapping) or not set(ppo) & set(LEGACY_KEYS):
+        return dict(data), {}
+    data = {**data, "ppo": {k: v for k, v in ppo.items() if k not in LEGACY_KEYS}}
+    set_by_override = {item.partition("=")[0].strip() for item in overrides}
+    renames: dict[str, str] = {}
+    old = [k for k in ppo if k in LEGACY_KEYS]
+    for key in sorted(old, key=lambda k: k != "network"):  # the kind first: where `width` goes depends on it
+        network = data.get("network")
+        kind = network.get("kind", "mlp") if isinstance(network, Mapping) else "mlp"
+        path = legacy_path(key, kind if kind in ENCODERS else "mlp")
+        if path is not None:
+            _move(data, f"ppo.{key}", ppo[key], path, set_by_override, problems, renames)
+    return data, renames
+
+
+def _move(data: dict, old: str, value: Any, path: tuple[str, ...], set_by_override: set, problems: list[str],
+          renames: dict) -> None:
+    """Put an old key's value at `path` of `data` unless the new key holds another value that wins over it."""
+    node = data
+    for part in path[:-1]:
+        child = node.get(part)
+        if child is not None and not isinstance(child, Mapping):
+            return  # reported when that section is read
+        node[part] = node = dict(child or {})
+    new = ".".join(path)
+    if path[-1] in node and node[path[-1]] != value:
+        old_set = bool({"ppo", old} & set_by_override)
+        new_set = any(".".join(path[:i]) in set_by_override for i in range(1, len(path) + 1))
+        if old_set == new_set:
+            problems.append(f"{old}: {value!r} differs from {new} = {node[path[-1]]!r}; {old} is the old name of "
+                            f"{new}, give only one")
+        if not old_set or new_set:
+            return
+    node[path[-1]] = value
+    renames[new] = old

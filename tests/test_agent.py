@@ -20,6 +20,8 @@ from envgen_jax.trainer.checkpoint import save_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.networks import ActorCritic, patches3x3
+from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm
+from envgen_jax.trainer.encoders import ConvNet, MapNet, MLPNet, NetworkConfig
 from envgen_jax.trainer.ppo import PPOConfig, ValueNorm
 from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.train import select_seeds
@@ -39,7 +41,7 @@ def memory_trainer():
 
 
 def test_unroll_equals_stepping_and_resets_clear_the_memory():
-    net = ActorCritic(num_actions=3, obs_shape=(5,), width=8, depth=1, recurrent="gru", memory_size=6)
+    net = ActorCritic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="gru", memory_size=6)
     t, n = 7, 4
     obs = jax.random.normal(jax.random.PRNGKey(0), (t, n, 5))
     reset = jnp.zeros((t, n), bool).at[3, 1].set(True).at[5, 2].set(True)
@@ -60,7 +62,7 @@ def test_unroll_equals_stepping_and_resets_clear_the_memory():
 
 
 def test_lstm_carries_a_pair():
-    net = ActorCritic(num_actions=3, obs_shape=(5,), width=8, depth=1, recurrent="lstm", memory_size=6)
+    net = ActorCritic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="lstm", memory_size=6)
     carry = net.initial_carry(4)
     params = net.init(jax.random.PRNGKey(1), carry, jnp.ones((2, 4, 5)), jnp.zeros((2, 4), bool), method="unroll")
     final, logits, _ = net.apply(params, carry, jnp.ones((2, 4, 5)), jnp.zeros((2, 4), bool), method="unroll")
@@ -197,8 +199,8 @@ def test_map_encoder_convolution_equals_nn_conv():
 def test_map_network_reads_crafters_layout(crafter_env):
     assert crafter_env.map_shape == (7, 9, 21)
     assert int(np.prod(crafter_env.map_shape)) + 22 == crafter_env.obs_shape[0]
-    net = ActorCritic(num_actions=17, obs_shape=(1345,), kind="map", map_shape=(7, 9, 21), width=16, depth=1,
-                      map_channels=(4,), layer_norm=True)
+    net = ActorCritic(num_actions=17, obs_shape=(1345,), map_shape=(7, 9, 21),
+                      settings=MapNet(width=16, depth=1, channels=(4,), layer_norm=True))
     params = net.init(jax.random.PRNGKey(0), jnp.zeros(1345))
     logits, value = net.apply(params, jnp.zeros((2, 3, 1345)))
     assert logits.shape == (2, 3, 17) and value.shape == (2, 3)
@@ -210,12 +212,55 @@ def test_agent_settings_are_checked():
                   map_channels=(0,))
     text = str(e.value)
     assert "ppo.num_minibatches: a recurrent agent learns on whole env trajectories" in text
-    assert "ppo.value_norm_decay: 1.0 is not in (0, 1)" in text and "ppo.map_channels" in text
+    assert "ppo.value_norm_decay: 1.0 is not in (0, 1)" in text and "network.map.channels" in text
     with pytest.raises(ConfigError, match="recurrent: 'rnn' is not one of 'none', 'gru', 'lstm'"):
         PPOConfig(recurrent="rnn")
-    with pytest.raises(ConfigError, match="ppo.network: 'map' needs an observation that starts with a local map"):
+    with pytest.raises(ConfigError, match="network.kind: 'map' needs an observation that starts with a local map"):
         make_trainer(probes.BanditEnv(), PPOConfig(network="map"))
-    assert dataclasses.replace(PPOConfig(), recurrent="lstm").recurrent == "lstm"
+    assert dataclasses.replace(PPOConfig(), recurrent="lstm").network.recurrent == "lstm"
+
+
+def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
+    """`ppo.width` and the other flat keys of older configurations go to their sections (`width` to the chosen
+    kind's); one key given both ways with two values in one place is refused naming both, a --set wins."""
+    from envgen_jax.run_config import load_run_config
+    old = load_run_config(None, ["observation=pixels", "ppo.network=conv", "ppo.width=32", "ppo.depth=2",
+                                 "ppo.conv_channels=[8]", "ppo.seed_axis=map", "ppo.resets_per_step=2"])
+    new = load_run_config(None, ["observation=pixels", "network.kind=conv", "network.conv.width=32",
+                                 "network.conv.channels=[8]", "execution.seed_axis=map", "execution.resets_per_step=2"])
+    assert old == new and old.network.encoder == ConvNet(channels=(8,), width=32)  # conv never read depth
+    path = tmp_path / "run.yaml"
+    path.write_text("ppo: {width: 16}\nnetwork: {mlp: {width: 8}}\n")
+    with pytest.raises(ConfigError) as e:
+        load_run_config(path)
+    assert e.value.problems == ["ppo.width: 16 differs from network.mlp.width = 8; ppo.width is the old name of "
+                                "network.mlp.width, give only one"]
+    assert load_run_config(path, ["ppo.width=4"]).network.mlp.width == 4
+    with pytest.raises(ConfigError) as e:
+        load_run_config(None, ["ppo.depth=0"])
+    assert e.value.problems == ["ppo.depth: 0 is below the minimum 1"]  # named by the key written
+    flat = PPOConfig(num_envs=8, network="conv", width=32, num_seeds=2, head_width=4)
+    assert flat == PPOConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv", conv=ConvNet(width=32, head_width=4)),
+                             ExecutionConfig(num_seeds=2))
+
+
+def test_the_observation_and_the_network_are_checked_together():
+    from envgen_jax.run_config import load_run_config
+    for observation, kind, readers in [("pixels", "mlp", "'conv'"), ("symbolic", "conv", "'mlp' or 'map'")]:
+        with pytest.raises(ConfigError) as e:
+            load_run_config(None, [f"observation={observation}", f"network.kind={kind}"])
+        assert e.value.problems == [f"network.kind: {kind!r} cannot read the {observation!r} observation "
+                                    f"(observation: {observation} needs network.kind {readers})"]
+
+
+def test_the_conv_encoders_residual_blocks_are_a_setting():
+    counts = []
+    for blocks in (2, 1, 0):
+        net = ActorCritic(num_actions=3, obs_shape=(9, 9, 3), settings=ConvNet(channels=(4,), res_blocks=blocks, width=8))
+        params = net.init(jax.random.PRNGKey(0), jnp.zeros((9, 9, 3), jnp.uint8))
+        counts.append(sum(x.size for x in jax.tree.leaves(params)))
+    per_block = 2 * (3 * 3 * 4 * 4 + 4)  # two 3x3 convs of 4 channels
+    assert counts[0] - counts[1] == counts[1] - counts[2] == per_block
 
 
 def test_the_shared_agent_is_the_benchmarks_chosen_recipe():
@@ -229,5 +274,6 @@ def test_the_shared_agent_is_the_benchmarks_chosen_recipe():
     sys.path.insert(0, str(root))
     from benchmarks.agent_sample_efficiency import RECIPES
     chosen = PPOConfig(**RECIPES["lowsample_mlp"]["ppo"])
-    assert load_run_config(root / "configs" / "base" / "crafter.yaml").ppo == chosen
-    assert load_run_config(root / "configs" / "study_cpu.yaml").ppo == chosen
+    for name in ("base/crafter.yaml", "study_cpu.yaml"):
+        cfg = load_run_config(root / "configs" / name)
+        assert PPOConfig(cfg.ppo, cfg.network, cfg.execution) == chosen, name

@@ -56,7 +56,7 @@ def test_pixels_are_craftax_pixels_as_bytes(pixel_env):
 
 @pytest.fixture(scope="module")
 def conv_runs(pixel_env):
-    """A tiny conv agent, 2 seeds, 2 updates: vmapped (the default) and one seed after another (ppo.seed_axis='map');
+    """A tiny conv agent, 2 seeds, 2 updates: vmapped (the default) and one seed after another (execution.seed_axis='map');
     per mode (the chunk's lowered program, params before, params after, metrics)."""
     from envgen_jax.trainer.train import _chunk_arguments
     bank = make_params([CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3)])
@@ -84,7 +84,7 @@ def test_conv_agent_trains_on_pixels(conv_runs):
 
 
 def test_seeds_one_after_another_train_as_vmapped_with_dense_convolutions(conv_runs):
-    """ppo.seed_axis='map': the chunk runs the agents one after another, so their convolutions stay dense (vmapped
+    """execution.seed_axis='map': the chunk runs the agents one after another, so their convolutions stay dense (vmapped
     over parameters they are grouped: feature_group_count = seeds), and each agent trains as in the vmapped program."""
     (vmapped, _, vmap_params, vmap_metrics), (mapped, _, map_params, map_metrics) = conv_runs["vmap"], conv_runs["map"]
     assert "feature_group_count = 2" in vmapped and "feature_group_count = 2" not in mapped
@@ -122,17 +122,18 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
 
     cfg = load_run_config("configs/crafter_ppo_paper_agent.yaml")
     envgen = load_run_config("configs/crafter_envgen_paper_agent.yaml")
-    assert (cfg.method, envgen.method) == ("ppo", "envgen") and envgen.ppo == cfg.ppo
+    assert (cfg.method, envgen.method) == ("ppo", "envgen") and envgen.trainer_ppo == cfg.trainer_ppo
     assert cfg.observation == "pixels"
     p = cfg.ppo
     assert (p.num_envs, p.num_steps, p.update_epochs, p.num_minibatches) == (8, 512, 3, 8)
     assert (p.gamma, p.gae_lambda, p.lr, p.ent_coef, p.max_grad_norm) == (0.95, 0.65, 3e-4, 0.01, 0.5)
     assert p.value_norm and p.value_norm_decay == 0.99 and p.adv_norm == "batch" and not p.clip_value
-    assert (p.network, tuple(p.conv_channels), p.conv_norm, p.width, p.head_width) == ("conv", (64, 128, 128),
-                                                                                      True, 256, 1024)
+    c = cfg.network.conv
+    assert (cfg.network.kind, c.channels, c.res_blocks, c.norm, c.width, c.head_width) == \
+        ("conv", (64, 128, 128), 2, True, 256, 1024)
     assert 3.8e6 < parameter_count(RunParts.of(cfg)) < 4.2e6  # the paper: "about 4M"
 
-    tiny = dataclasses.replace(p, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
+    tiny = dataclasses.replace(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
                                conv_channels=(4, 8), width=16, head_width=32)
     trainer = make_trainer(pixel_env, tiny)
     bank = make_params([CrafterConfig.original()])

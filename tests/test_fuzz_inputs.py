@@ -43,7 +43,7 @@ from envgen_jax.llm.reply import MAX_DEPTH, MAX_PROBLEM_CHARS, MAX_PROBLEMS, MAX
 from envgen_jax.llm.settings import LLMSettings
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.ppo import PPOConfig
+from envgen_jax.trainer.config import PPOAlgorithm
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None, print_blob=False,
@@ -355,8 +355,8 @@ MAPPING_EXAMPLES = {
 
 @pytest.mark.parametrize("target", ["run", "ppo", "llm"])
 def test_run_config_mapping_either_builds_what_was_given_or_names_every_wrong_key(target):
-    cls, path = {"run": (RunConfig, ""), "ppo": (PPOConfig, "ppo"), "llm": (LLMSettings, "llm")}[target]
-    build = {"run": lambda d: from_mapping(RunConfig, d), "ppo": lambda d: from_mapping(PPOConfig, d, "ppo"),
+    cls, path = {"run": (RunConfig, ""), "ppo": (PPOAlgorithm, "ppo"), "llm": (LLMSettings, "llm")}[target]
+    build = {"run": lambda d: from_mapping(RunConfig, d), "ppo": lambda d: from_mapping(PPOAlgorithm, d, "ppo"),
              "llm": LLMSettings.from_dict}[target]
     known = {p for p in RUN_PATHS if p == path or p.startswith(f"{path}.")} if path else RUN_PATHS
     counts = collections.Counter()
@@ -556,7 +556,7 @@ def test_set_through_a_wrong_section_in_the_file_names_it(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_run_config(None, ["ppo=3", "ppo.width=8"])
     assert named(err.value.problems, "ppo")
-    assert load_run_config(None, ["ppo=null", "ppo.width=8"]).ppo.width == 8  # an empty section is no value
+    assert load_run_config(None, ["ppo=null", "ppo.width=8"]).network.mlp.width == 8  # an empty section is no value
 
 
 @SMALL

@@ -409,8 +409,9 @@ def test_configs_extend_a_base_section_by_section(tmp_path):
     (tmp_path / "mid.yaml").write_text("extends: base/agent.yaml\nmethod: ppo\nppo: {width: 16}\n")
     (tmp_path / "run.yaml").write_text("extends: mid.yaml\nppo: {map_channels: [4]}\n")
     cfg = load_run_config(tmp_path / "run.yaml", ["ppo.depth=1"])
-    assert (cfg.seeds, cfg.method, cfg.ppo.lr, cfg.ppo.width, cfg.ppo.depth) == (3, "ppo", 0.001, 16, 1)
-    assert cfg.ppo.map_channels == (4,)  # a list replaces, it does not merge
+    mlp = cfg.network.mlp  # the older flat keys (ppo.width, ...) read into their sections
+    assert (cfg.seeds, cfg.method, cfg.ppo.lr, mlp.width, mlp.depth) == (3, "ppo", 0.001, 16, 1)
+    assert cfg.network.map.channels == (4,)  # a list replaces, it does not merge
     (tmp_path / "loop_a.yaml").write_text("extends: loop_b.yaml\n")
     (tmp_path / "loop_b.yaml").write_text("extends: loop_a.yaml\n")
     (tmp_path / "missing.yaml").write_text("extends: base/nothing.yaml\n")
@@ -424,4 +425,4 @@ def test_configs_extend_a_base_section_by_section(tmp_path):
     base = load_run_config(ROOT / "configs" / "base" / "crafter.yaml")
     for name in RUN_CONFIGS:
         if name.startswith("crafter_") and "paper_agent" not in name:
-            assert load_run_config(ROOT / "configs" / name).ppo == base.ppo, name
+            assert load_run_config(ROOT / "configs" / name).trainer_ppo == base.trainer_ppo, name

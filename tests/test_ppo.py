@@ -9,6 +9,7 @@ import pytest
 
 from envgen_jax.trainer import probes
 from envgen_jax.trainer.metrics import mean_or_nan, to_host
+from envgen_jax.trainer.encoders import ConvNet, MLPNet
 from envgen_jax.trainer.ppo import PPOConfig, compute_gae
 from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.train import prng_key, seed_keys, select_seeds
@@ -172,14 +173,14 @@ def test_per_row_metrics_and_no_retrace_when_bank_changes(two_seed_trainer):
     before = trainer.trace_counts["train_chunk"]
     m = to_host(m)
     # one-step episodes: every step ends one, and each row's return is its reward exactly
-    steps = 2 * trainer.cfg.num_steps
+    steps = 2 * trainer.cfg.ppo.num_steps
     np.testing.assert_array_equal(m.rows.episodes, [[10 * steps, 6 * steps, 0]] * 3)
     np.testing.assert_array_equal(m.rows.env_steps, m.rows.episodes)
     means = mean_or_nan(m.rows.return_sum, m.rows.episodes)
     np.testing.assert_allclose(means[:, :2], [[1.0, 0.5]] * 3)
     assert np.isnan(means[:, 2]).all()  # row 2 ran no env: NaN, not 0
     np.testing.assert_array_equal(m.losses.total_loss.shape, (3, 2))
-    np.testing.assert_array_equal(m.env_steps, [2 * N * trainer.cfg.num_steps] * 3)
+    np.testing.assert_array_equal(m.env_steps, [2 * N * trainer.cfg.ppo.num_steps] * 3)
 
     # new bank values and a new mixture: same shapes, so no retrace, and the numbers follow the new bank
     bank2 = probes.make_bank([3.0, -1.0, 0.25])
@@ -267,8 +268,8 @@ def test_config_validation():
         PPOConfig(num_envs=3, num_steps=3, num_minibatches=2)
     with pytest.raises(ValueError, match="total_updates"):
         PPOConfig(anneal_lr=True)
-    assert PPOConfig.craftax_baseline().batch_size == 65536
-    paper = PPOConfig.envgen_paper()
+    assert PPOConfig.craftax_baseline().ppo.batch_size == 65536
+    paper = PPOConfig.envgen_paper().ppo
     assert (paper.gamma, paper.gae_lambda, paper.update_epochs, paper.num_minibatches, paper.lr) == \
         (0.95, 0.65, 3, 8, 3e-4)
     assert paper.minibatch_size == 512
@@ -277,13 +278,13 @@ def test_config_validation():
 def test_networks_shapes_and_size():
     from envgen_jax.trainer.networks import ActorCritic, count_params
 
-    mlp = ActorCritic(num_actions=17, obs_shape=(1345,))
+    mlp = ActorCritic(num_actions=17, obs_shape=(1345,), settings=MLPNet())
     params = mlp.init(jax.random.PRNGKey(0), jnp.zeros((1345,)))
     assert 2.3e6 < count_params(params) < 2.5e6  # Craftax baselines: about 2.4M on the 1345-d input
     logits, value = mlp.apply(params, jnp.zeros((3, 5, 1345)))
     assert logits.shape == (3, 5, 17) and value.shape == (3, 5)
 
-    conv = ActorCritic(num_actions=17, obs_shape=(63, 63, 3), kind="conv", width=32, conv_channels=(8, 16))
+    conv = ActorCritic(num_actions=17, obs_shape=(63, 63, 3), settings=ConvNet(width=32, channels=(8, 16)))
     params = conv.init(jax.random.PRNGKey(0), jnp.zeros((63, 63, 3)))
     logits, value = conv.apply(params, jnp.ones((2, 4, 63, 63, 3)))
     assert logits.shape == (2, 4, 17) and value.shape == (2, 4)
@@ -297,7 +298,7 @@ def test_init_many_seeds_does_not_hang(two_seed_trainer):
     time (lax.map): every decomposition in its program is of one matrix, none batched over seeds."""
     trainer, bank = two_seed_trainer, probes.make_bank([1.0])
     keys = seed_keys(range(8))
-    rows = np.zeros(trainer.cfg.num_envs, np.int32)
+    rows = np.zeros(trainer.cfg.ppo.num_envs, np.int32)
     jaxpr = jax.make_jaxpr(trainer._init)(keys, trainer.hparams(count=8), bank, rows)
     decompositions = [e for e in _equations(jaxpr.jaxpr) if e.primitive.name in ("householder_product", "geqrf", "qr")]
     assert decompositions, "the network has orthogonal initialisers: their QR decompositions must be found"

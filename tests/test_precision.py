@@ -1,4 +1,4 @@
-"""The network's computation dtype (ppo.compute_dtype) and its convolutions as matrix products (seed_axis 'dense'),
+"""The network's computation dtype (execution.compute_dtype) and its convolutions as matrix products (seed_axis dense),
 on tiny shapes with no environment: float32 is the program it was before these settings existed, bfloat16 keeps
 parameters and outputs float32 and trains."""
 
@@ -12,6 +12,7 @@ import optax
 import pytest
 from flax.linen.initializers import orthogonal
 
+from envgen_jax.trainer.encoders import ConvNet
 from envgen_jax.trainer.networks import ActorCritic, Conv
 
 OBS = (9, 9, 3)
@@ -31,8 +32,8 @@ def test_conv_is_flax_conv_bit_for_bit_and_its_matmul_form_agrees():
 
 
 def _network(**kw):
-    return ActorCritic(num_actions=5, obs_shape=OBS, kind="conv", width=16, conv_channels=(4, 8), conv_norm=True,
-                       head_width=16, **kw)
+    settings = ConvNet(channels=(4, 8), norm=True, width=16, head_width=16)
+    return ActorCritic(num_actions=5, obs_shape=OBS, settings=settings, **kw)
 
 
 def _fit(network, steps=30):
@@ -60,7 +61,8 @@ def test_bfloat16_computes_in_bfloat16_keeps_float32_state_and_trains():
     f32, bf16 = _network(), _network(compute_dtype="bfloat16")
     obs = jnp.zeros((3,) + OBS, jnp.uint8)
     params = f32.init(jax.random.PRNGKey(0), obs[0])
-    assert jax.tree.map(lambda p: p.dtype, params) == jax.tree.map(lambda p: p.dtype, bf16.init(jax.random.PRNGKey(0), obs[0]))
+    dtypes = jax.tree.map(lambda p: p.dtype, bf16.init(jax.random.PRNGKey(0), obs[0]))
+    assert jax.tree.map(lambda p: p.dtype, params) == dtypes
     logits, value = bf16.apply(params, obs)
     assert logits.dtype == value.dtype == jnp.float32
     hlo = jax.jit(bf16.apply).lower(params, obs).as_text()

@@ -37,7 +37,7 @@ def test_restored_run_continues_exactly(bandit, tmp_path):
     ts = trainer.init(bank, rows)
     for _ in range(2):  # k = 2 chunks
         ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=3)
-    meta = {"chunk": 2, "config": {"lr": CFG.lr}, "seeds": np.arange(2)}  # numpy values are saved as JSON
+    meta = {"chunk": 2, "config": {"lr": CFG.ppo.lr}, "seeds": np.arange(2)}  # numpy values are saved as JSON
     save_checkpoint(tmp_path / "ckpt", ts, meta)
     saved = jax.tree.map(np.array, ts)  # host copy: train_chunk donates its input
 
@@ -50,7 +50,7 @@ def test_restored_run_continues_exactly(bandit, tmp_path):
     assert_trees_equal(resumed, uninterrupted)
     assert_trees_equal(to_host(m_a), to_host(m_b))
     assert int(resumed.update_step[0]) == 9
-    assert load_metadata(tmp_path / "ckpt") == {"chunk": 2, "config": {"lr": CFG.lr}, "seeds": [0, 1]}
+    assert load_metadata(tmp_path / "ckpt") == {"chunk": 2, "config": {"lr": CFG.ppo.lr}, "seeds": [0, 1]}
 
     with pytest.raises(FileExistsError):
         save_checkpoint(tmp_path / "ckpt", resumed)

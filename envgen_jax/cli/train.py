@@ -84,7 +84,7 @@ def cmd_train(args) -> int:
         print(describe_plan(cfg, parts.method, checkpoint_bytes(parts), parameter_count(parts)))
         print(f"\ndry run: the configuration is valid; nothing trained, nothing written (run directory: {out})")
         return 0
-    print(f"agent: {cfg.ppo.network} network on {cfg.observation} observations, {parameter_count(parts):,} "
+    print(f"agent: {cfg.network.kind} network on {cfg.observation} observations, {parameter_count(parts):,} "
           f"parameters per agent")
     print(f"compilation cache: {configure_compile_cache(cfg.output.compile_cache) or 'off'}")
     run = EnvGenRun.resume(out, parts=parts) if args.resume else EnvGenRun(cfg, out, parts=parts)

@@ -119,7 +119,7 @@ def describe_plan(cfg, method, checkpoint_bytes: int, parameters: int | None = N
         f"LLM calls:   {calls}" + (f" ({_count(cfg.num_designers, 'designer')}; each call may add up to "
                                    f"{cfg.llm.strategy.max_repairs} repair turns)" if calls
                                    else " (this method asks no LLM)"),
-        *([f"agent:       {cfg.ppo.network} network on {cfg.observation} observations, {parameters:,} parameters "
+        *([f"agent:       {cfg.network.kind} network on {cfg.observation} observations, {parameters:,} parameters "
            f"per agent"] if parameters is not None else []),
         f"bank:        {cfg.bank_rows} rows shared by the seeds: " + _bank_use(cfg, method, costs),
         f"checkpoint:  about {_bytes(size)} ({size:,} bytes of TrainState) each; the newest "

@@ -1,6 +1,8 @@
 """PPO trainer: one jit-compiled training chunk over a bank of env configs, seeds vmapped.
 
-  config.py      PPOConfig: sizes, switches and the per-agent hyperparameters' defaults (static)
+  config.py      PPOConfig (static): the algorithm (PPOAlgorithm: sizes, switches, the per-agent hyperparameters'
+                 defaults), the network and the execution (ExecutionConfig: seeds, seed axis, resets)
+  encoders.py    NetworkConfig: each encoder kind's settings (mlp, map, conv), each building its layers
   ppo.py         one PPO update (rollout, GAE, minibatch epochs) of one agent's TrainState; compute_gae
   train.py       Trainer: init, train_chunk (the update scanned, seeds vmapped, jit), reset_envs
   replay.py      ReplayTrainer: level replay around the update (the level sampler's state beside the agent's)

@@ -7,7 +7,8 @@
 On device: a `lax.while_loop` over at most `max_steps` vector-env steps (fresh envs reset at the start), stopped
 early once every env of every seed has finished `episodes_per_env` episodes; episodes beyond that count, and
 episodes still running at the budget, are not counted (the count is reported, so a short budget shows up as
-fewer episodes, never as made-up values). Returns RowStats [S, K] (metrics.py).
+fewer episodes, never as made-up values). Returns RowStats [S, K] (metrics.py). The seeds run side by side as the
+trainer's do (`execution.seed_axis`: vmapped, or one after another).
 
 Modes: "sample" (the stochastic policy, as trained), "greedy" (argmax), "random" (uniform actions; the random-policy
 baseline through the very same evaluator; params are ignored). The mode is a traced argument: one compile serves
@@ -152,8 +153,8 @@ class Evaluator:
         self.trace_count += 1
         key = jnp.where(fold_in >= 0, jax.random.fold_in(key, fold_in), key)
         keys = jax.random.split(key, jax.tree.leaves(params)[0].shape[0])
-        in_axes = (0, 0, None, rows_axis(rows), None)
-        return over_seeds(self._run_one, in_axes, self.trainer.cfg.seed_axis)(params, keys, bank, rows, mode)
+        return self.trainer.over_seeds(self._run_one, (0, 0, None, rows_axis(rows), None))(params, keys, bank, rows,
+                                                                                            mode)
 
     def run(self, params, bank, rows, key, mode: str = "sample", fold_in: int = -1) -> tuple[RowStats, jax.Array]:
         """Device RowStats [S, K] and the steps taken [S]. params: the TrainState's params (seed axis [S]);

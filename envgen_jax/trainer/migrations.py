@@ -44,7 +44,7 @@ def restore_state(trainer, path, like, rows=None):
     missing = [f for f in AGENT_FIELDS if f not in saved and "agent" not in saved]
     if not missing and not (replay and FLAT_SAMPLER in saved and "agent" not in saved):
         return restore_checkpoint(path, like)  # today's layout
-    if missing and (trainer.cfg.value_norm or trainer.recurrent):
+    if missing and (trainer.cfg.ppo.value_norm or trainer.recurrent):
         raise ConfigError([f"ppo: the checkpoint {path} was written by an agent without value_norm and "
                            f"recurrent; resume it with the settings it was started with"], what="PPO settings")
     tree = {f.name: getattr(agent_like, f.name) for f in dataclasses.fields(agent_like) if f.name not in missing}

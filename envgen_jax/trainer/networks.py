@@ -1,31 +1,31 @@
 """Actor-critic networks (flax linen) and the categorical policy.
 
-Encoders (`kind`):
+Encoders (`network.kind`; each kind's settings, and how they build these modules: trainer/encoders.py):
 * `mlp` (symbolic observations, e.g. Craftax-Classic's f32[1345]): separate actor and critic MLPs,
   `depth` x Dense(`width`) each, as in Craftax_Baselines (3 x 512, about 2.4M parameters on the 1345-d input).
 * `map` (symbolic observations that start with a local map, declared by the env as `map_shape`, e.g.
-  Craftax-Classic's 7 x 9 cells x 21 one-hot channels): a small conv over the map (`map_channels`, 3x3, so weights
+  Craftax-Classic's 7 x 9 cells x 21 one-hot channels): a small conv over the map (`channels`, 3x3, so weights
   are shared across cells instead of learnt position by position), flattened and joined with the rest of the vector
   (inventory, intrinsics, direction, light), then one shared Dense(`width`) embedding; then separate actor and
-  critic MLPs as in `mlp`. `map_res_blocks` adds pre-activation residual blocks (LayerNorm, ReLU, 3x3 conv, twice)
+  critic MLPs as in `mlp`. `res_blocks` adds pre-activation residual blocks (LayerNorm, ReLU, 3x3 conv, twice)
   at the last channel count: a deeper encoder that still sees the whole 7 x 9 view at full resolution.
 * `conv` (pixel observations [H, W, C]): a small IMPALA-style ResNet shared by both heads (per stack: Conv3x3,
   max-pool 3/2, `res_blocks` residual blocks), then Dense(`width`), then the two heads. The paper's agent used
-  channels (64, 128, 128) and a 256 bottleneck; the default here is the smaller (16, 32, 32). `conv_norm` builds
+  channels (64, 128, 128) and a 256 bottleneck; the default here is the smaller (16, 32, 32). `norm` builds
   the paper's variant (Moon et al.'s AD repository, after VPT's ImpalaCNN): GroupNorm (one group) after each pool
   and before each residual conv, LayerNorm before the bottleneck; `head_width` > 0 adds LayerNorm -> Dense(1024 in
   the paper) -> ReLU between the bottleneck and the heads.
 
-`layer_norm` puts a LayerNorm before every hidden activation (the low-sample agents' torsos, low-sample-agents.md).
-`compute_dtype` ("float32" or "bfloat16"): the dtype of activations and matrix products; parameters, normalisation
-statistics, logits and values stay float32 (mixed precision; PPOConfig.compute_dtype). `conv_as_matmul` runs each
-3x3 convolution as its patches times the kernel (one matrix product): vmapped over seeds' parameters that is a
-batched matrix product, where XLA's convolution becomes a grouped one (PPOConfig.seed_axis = "dense").
+`layer_norm` (mlp, map) puts a LayerNorm before every hidden activation (the low-sample agents' torsos).
+`execution.compute_dtype` ("float32" or "bfloat16"): the dtype of activations and matrix products; parameters,
+normalisation statistics, logits and values stay float32 (mixed precision). `execution.seed_axis: dense` runs each
+3x3 convolution as its patches times the kernel (`Conv(as_matmul=True)`, one matrix product): vmapped over the seeds'
+parameters that is a batched matrix product, where XLA's convolution becomes a grouped one.
 Orthogonal init with scale sqrt(2) in the torso, 0.01 on the policy head and 1.0 on the value head.
 
-Memory (`recurrent`: "gru" or "lstm"): a recurrent cell of `memory_size` over the encoder's features (for `mlp`,
-a shared Dense(`width`) embedding of the observation), shared by both heads; the heads see [features, cell output]
-(a skip around the cell, as in Dedieu et al.'s model-free agent). The
+Memory (`network.recurrent`: "gru" or "lstm"): a recurrent cell of `memory_size` over the encoder's features (for
+`mlp`, a shared Dense(`width`) embedding of the observation), shared by both heads; the heads see [features, cell
+output] (a skip around the cell, as in Dedieu et al.'s model-free agent). The
 carry is reset to zeros where an episode starts. Recurrent networks are called with `step` (one time step of a batch
 of env slots) or `unroll` (a [T, N] sequence from a stored initial carry).
 
@@ -35,7 +35,7 @@ of env slots) or `unroll` (a [T, N] sequence from a stored initial carry).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import distrax
 import flax.linen as nn
@@ -52,7 +52,7 @@ def policy(logits: jax.Array) -> distrax.Categorical:
     return distrax.Categorical(logits=logits)
 
 
-def _dense(features: int, scale: float, name: str | None = None, dtype=None) -> nn.Dense:
+def dense(features: int, scale: float, name: str | None = None, dtype=None) -> nn.Dense:
     return nn.Dense(features, kernel_init=orthogonal(scale), bias_init=constant(0.0), name=name, dtype=dtype)
 
 
@@ -89,7 +89,7 @@ class MLP(nn.Module):
     def __call__(self, x):
         act = ACTIVATIONS[self.activation]
         for _ in range(self.depth):
-            x = _dense(self.width, np.sqrt(2), dtype=self.dtype)(x)
+            x = dense(self.width, np.sqrt(2), dtype=self.dtype)(x)
             x = act(nn.LayerNorm(dtype=self.dtype)(x) if self.layer_norm else x)
         return x
 
@@ -104,7 +104,7 @@ def patches3x3(grid):
 
 def conv3x3(features: int, dtype=None):
     """A 3x3 'SAME' convolution over [B, H, W, C] cells as patches + Dense (see MapEncoder)."""
-    dense = _dense(features, np.sqrt(2), dtype=dtype)
+    dense = dense(features, np.sqrt(2), dtype=dtype)
     return lambda grid: dense(patches3x3(grid))
 
 
@@ -141,7 +141,7 @@ class MapEncoder(nn.Module):
         cells = int(np.prod(self.map_shape))
         grid = x[:, :cells].reshape((-1,) + tuple(self.map_shape))
         for ch in self.channels:
-            grid = _dense(ch, np.sqrt(2), dtype=self.dtype)(patches3x3(grid))
+            grid = dense(ch, np.sqrt(2), dtype=self.dtype)(patches3x3(grid))
             grid = act(nn.LayerNorm(dtype=self.dtype)(grid) if self.layer_norm else grid)
         for _ in range(self.res_blocks):
             grid = MapResidualBlock(self.activation, self.dtype)(grid)
@@ -202,55 +202,23 @@ class ImpalaEncoder(nn.Module):
 class ActorCritic(nn.Module):
     num_actions: int
     obs_shape: tuple[int, ...]
-    kind: str = "mlp"  # "mlp" | "map" | "conv"
-    width: int = 512
-    depth: int = 3
-    activation: str = "tanh"
-    conv_channels: tuple[int, ...] = (16, 32, 32)
-    res_blocks: int = 2
-    layer_norm: bool = False
-    map_shape: tuple[int, ...] | None = None  # "map": the env's local-map layout [H, W, C] at the vector's start
-    map_channels: tuple[int, ...] = (32, 32)
-    map_res_blocks: int = 0  # "map": residual blocks after map_channels
-    conv_norm: bool = False  # "conv": the paper's GroupNorm/LayerNorm variant
-    head_width: int = 0  # "conv": a LayerNorm -> Dense(head_width) -> ReLU layer before the heads (0: none)
+    settings: Any  # the encoder kind's settings (trainer.encoders: MLPNet, MapNet, ConvNet), which build its layers
+    map_shape: tuple[int, ...] | None = None  # the env's local-map layout [H, W, C] at the vector's start, if any
     recurrent: str = "none"  # "none" | "gru" | "lstm"
     memory_size: int = 256
     compute_dtype: str = "float32"  # activations and matrix products ("bfloat16": mixed precision)
-    conv_as_matmul: bool = False  # "conv": 3x3 convolutions as patches x kernel (dense when vmapped over seeds)
+    conv_as_matmul: bool = False  # 3x3 convolutions as patches x kernel (dense when vmapped over seeds)
 
     def setup(self):
-        if self.kind == "map" and self.map_shape is None:
-            raise ValueError("the map network needs the env's map_shape (only symbolic Craftax-Classic has one)")
-        if self.kind == "conv" and len(self.obs_shape) != 3:
-            raise ValueError(f"conv network needs [H, W, C] observations, got obs_shape={self.obs_shape}")
-        if self.kind not in ("mlp", "map", "conv"):
-            raise ValueError(f"unknown network kind {self.kind!r} (mlp | map | conv)")
-        dtype = self._dtype
-        if self.kind == "conv":  # attribute names = parameter names, kept from the first release's checkpoints
-            self.ImpalaEncoder_0 = ImpalaEncoder(self.conv_channels, self.res_blocks, self.conv_norm,
-                                                 self.conv_as_matmul, dtype)
-            self.Dense_0 = _dense(self.width, np.sqrt(2), dtype=dtype)
-            if self.conv_norm:
-                self.bottleneck_norm = nn.LayerNorm(dtype=dtype)
-            if self.head_width:
-                self.head_norm = nn.LayerNorm(dtype=dtype)
-                self.head_dense = _dense(self.head_width, np.sqrt(2), dtype=dtype)
-        elif self.kind == "map":
-            self.encoder = MapEncoder(tuple(self.map_shape), tuple(self.map_channels), self.activation,
-                                      self.layer_norm, self.map_res_blocks, dtype)
-            self.embed = _dense(self.width, np.sqrt(2), dtype=dtype)
-        elif self.recurrent != "none":
-            self.embed = _dense(self.width, np.sqrt(2), dtype=dtype)  # the flat observation into the cell's input
-        if self.kind != "conv" and self.layer_norm and hasattr(self, "embed"):
-            self.embed_norm = nn.LayerNorm(dtype=dtype)
-        if self.recurrent != "none":  # the memory stays float32: its state is carried across many steps
+        memory = self.recurrent != "none"
+        # Attribute names = parameter names: the encoder names its layers as the first release's checkpoints did.
+        layers = self.settings.layers(self.obs_shape, self.map_shape, memory, self._dtype, self.conv_as_matmul)
+        for name, layer in layers.items():
+            setattr(self, name, layer)
+        if memory:  # the memory stays float32: its state is carried across many steps
             self.cell = RECURRENT_CELLS[self.recurrent](features=self.memory_size)
-        if self.kind != "conv":
-            self.actor_torso = MLP(self.width, self.depth, self.activation, self.layer_norm, dtype)
-            self.critic_torso = MLP(self.width, self.depth, self.activation, self.layer_norm, dtype)
-        self.policy_head = _dense(self.num_actions, 0.01, dtype=dtype)
-        self.value_head = _dense(1, 1.0, dtype=dtype)
+        self.policy_head = dense(self.num_actions, 0.01, dtype=self._dtype)
+        self.value_head = dense(1, 1.0, dtype=self._dtype)
 
     @property
     def _dtype(self):
@@ -261,27 +229,14 @@ class ActorCritic(nn.Module):
         return None if self.compute_dtype == "float32" else jnp.dtype(self.compute_dtype)
 
     def _features(self, obs):
-        """[B, *obs_shape] -> [B, F]: the encoder's output (the flat observation for `mlp`)."""
+        """[B, *obs_shape] -> [B, F]: the encoder's output (the flat observation for a feed-forward `mlp`)."""
         x = obs.astype(jnp.float32)
         if obs.dtype == jnp.uint8:  # pixels (Crafter, Heist) travel as bytes: scale to [0, 1]
             x = x / 255.0
-        if self.kind == "conv":
-            x = self.ImpalaEncoder_0(x)
-            x = nn.relu(self.Dense_0(self.bottleneck_norm(x) if self.conv_norm else x))
-            return nn.relu(self.head_dense(self.head_norm(x))) if self.head_width else x
-        x = x.reshape((x.shape[0], -1))
-        if self.kind == "map":
-            x = self.encoder(x)
-        if self.kind == "map" or self.recurrent != "none":  # one shared embedding of width `width`
-            x = self.embed(x)
-            x = ACTIVATIONS[self.activation](self.embed_norm(x) if self.layer_norm else x)
-        return x
+        return self.settings.features(self, x, self.recurrent != "none")
 
     def _heads(self, h):
-        if self.kind == "conv":
-            actor = critic = h
-        else:
-            actor, critic = self.actor_torso(h), self.critic_torso(h)
+        actor, critic = self.settings.torsos(self, h)
         logits, value = self.policy_head(actor), self.value_head(critic)[..., 0]
         if self._dtype is not None:  # the policy, the losses and GAE in float32
             logits, value = logits.astype(jnp.float32), value.astype(jnp.float32)

@@ -26,11 +26,11 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from envgen_jax.trainer.config import HYPERPARAMS, PPOConfig
+from envgen_jax.trainer.config import HYPERPARAMS, PPOAlgorithm, PPOConfig
 from envgen_jax.trainer.metrics import LossStats
 from envgen_jax.trainer.networks import Agent, policy
 
-__all__ = ["PPOConfig", "HYPERPARAMS", "Hyperparams", "ValueNorm", "TrainState", "Transition", "UpdateOut", "PPO",
+__all__ = ["PPOConfig", "PPOAlgorithm", "HYPERPARAMS", "Hyperparams", "ValueNorm", "TrainState", "Transition", "UpdateOut", "PPO",
            "compute_gae"]
 
 
@@ -141,7 +141,7 @@ class PPO:
     """PPO for one static config, one network and one vector env. `minibatches`: `trainer.minibatch.minibatcher`
     (single steps, or whole sequences for a recurrent agent)."""
 
-    cfg: PPOConfig
+    cfg: PPOAlgorithm  # the trainer's PPOConfig.ppo
     agent: Agent
     venv: Any
     minibatches: Callable

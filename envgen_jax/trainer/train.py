@@ -44,12 +44,12 @@ from envgen_jax.trainer.reuse import reused
 
 
 def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
-    return VecEnv(env, num_envs, cfg.resets_per_step)
+    return VecEnv(env, num_envs, cfg.execution.resets_per_step)
 
 
 def over_seeds(fn, in_axes: tuple, how: str = "vmap"):
     """`fn` over the seed axis of the arguments whose `in_axes` entry is 0 (the others shared): vmapped, or with
-    how='map' one seed after another (lax.map), which keeps each seed's convolutions dense (PPOConfig.seed_axis)."""
+    how='map' one seed after another (lax.map), which keeps each seed's convolutions dense (`execution.seed_axis`)."""
     if how in ("vmap", "dense"):  # 'dense' differs in the network only (convolutions as matrix products)
         return jax.vmap(fn, in_axes=in_axes)
 
@@ -85,19 +85,16 @@ def seed_keys(seeds: Sequence[int]) -> np.ndarray:
 
 
 def make_network(env, cfg: PPOConfig) -> ActorCritic:
+    """The actor-critic of `cfg.network` for `env`'s observations (ConfigError where its encoder cannot read them)."""
     map_shape = getattr(env, "map_shape", None)
-    if cfg.network == "map" and map_shape is None:
-        raise ConfigError([f"ppo.network: 'map' needs an observation that starts with a local map; "
-                           f"{type(env).__name__} with these settings has none (use 'mlp' or 'conv')"],
-                          what="PPO settings")
-    return ActorCritic(num_actions=int(env.num_actions), obs_shape=tuple(env.obs_shape), kind=cfg.network,
-                       width=cfg.width, depth=cfg.depth, activation=cfg.activation,
-                       conv_channels=tuple(cfg.conv_channels), layer_norm=cfg.layer_norm,
-                       map_shape=None if map_shape is None else tuple(map_shape),
-                       map_channels=tuple(cfg.map_channels), map_res_blocks=cfg.map_res_blocks,
-                       conv_norm=cfg.conv_norm, head_width=cfg.head_width, recurrent=cfg.recurrent,
-                       memory_size=cfg.memory_size, compute_dtype=cfg.compute_dtype,
-                       conv_as_matmul=cfg.seed_axis == "dense")
+    map_shape = None if map_shape is None else tuple(map_shape)
+    net = cfg.network
+    problems = net.encoder.input_problems(tuple(env.obs_shape), map_shape)
+    if problems:
+        raise ConfigError([f"{p} ({type(env).__name__})" for p in problems], what="network settings")
+    return ActorCritic(num_actions=int(env.num_actions), obs_shape=tuple(env.obs_shape), settings=net.encoder,
+                       map_shape=map_shape, recurrent=net.recurrent, memory_size=net.memory_size,
+                       compute_dtype=cfg.execution.compute_dtype, conv_as_matmul=cfg.execution.seed_axis == "dense")
 
 
 class Trainer:
@@ -116,24 +113,24 @@ class Trainer:
       agent_state(state) -> the agent's TrainState (the state itself here; a ReplayTrainer's holds one)
       apply / act / initial_memory / forget: the network (`networks.Agent`); values are de-normalised only in
         training (the evaluator and probes use logits)
-    Attributes: env, cfg, venv, network, agent, ppo, tx, trace_counts (dict: Python traces per jitted function;
-    eval_shape via abstract_state counts as an init trace).
+    Attributes: env, cfg, venv, network, agent, ppo, tx, over_seeds (`over_seeds` on cfg.execution.seed_axis),
+    trace_counts (dict: Python traces per jitted function; eval_shape via abstract_state counts as an init trace).
     Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
     """
 
     def __init__(self, env, cfg: PPOConfig, venv=None):
         self.env, self.cfg = env, cfg
-        self.venv = venv if venv is not None else default_vecenv(env, cfg, cfg.num_envs)
-        self.obs_shape = tuple(env.obs_shape)
-        self.num_actions = int(env.num_actions)
+        self.venv = venv if venv is not None else default_vecenv(env, cfg, cfg.ppo.num_envs)
+        self.obs_shape, self.num_actions = tuple(env.obs_shape), int(env.num_actions)
         self.achievement_names = tuple(env.achievement_names)
         self.network = make_network(env, cfg)
         self.agent = Agent(self.network)
         self.recurrent = self.agent.recurrent
-        self.ppo = PPO(cfg, self.agent, self.venv, minibatch.minibatcher(self.recurrent))
-        self.tx = self.ppo.optimizer(np.float32(cfg.lr))
+        self.ppo = PPO(cfg.ppo, self.agent, self.venv, minibatch.minibatcher(self.recurrent))
+        self.tx = self.ppo.optimizer(np.float32(cfg.ppo.lr))
         self.apply, self.act = self.agent.apply, self.agent.act
         self.initial_memory, self.forget = self.agent.initial_memory, self.agent.forget
+        self.over_seeds = functools.partial(over_seeds, how=cfg.execution.seed_axis)  # training, init and evaluation
         self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
         self._init_jit = jax.jit(self._init)
         self._init_blank_jit = jax.jit(self._init_blank)
@@ -151,7 +148,7 @@ class Trainer:
                               what="PPO settings")
         out = {}
         for name in HYPERPARAMS:
-            v = np.asarray(values.get(name, getattr(self.cfg, name)), np.float32)
+            v = np.asarray(values.get(name, getattr(self.cfg.ppo, name)), np.float32)
             if count is not None:
                 v = np.broadcast_to(v, (count,)) if v.ndim == 0 else v
                 if v.shape != (count,):
@@ -187,8 +184,8 @@ class Trainer:
                                           jax.eval_shape(self._venv_reset, k_reset, bank, rows))
         return TrainState(params=params, opt_state=self.tx.init(params), env_state=env_state, obs=obs, key=k_run,
                           update_step=jnp.int32(0), env_steps=jnp.int32(0), hparams=hparams,
-                          value_norm=ValueNorm.empty() if self.cfg.value_norm else None,
-                          memory=self.initial_memory(self.cfg.num_envs))
+                          value_norm=ValueNorm.empty() if self.cfg.ppo.value_norm else None,
+                          memory=self.initial_memory(self.cfg.ppo.num_envs))
 
     def _init(self, keys, hparams, bank, rows, episodes: bool = True):
         self.trace_counts["init"] += 1
@@ -197,7 +194,7 @@ class Trainer:
         # six or more of them (tests/test_ppo.py::test_init_many_seeds_does_not_hang).
         params = jax.lax.map(self._init_params, keys)
         one = functools.partial(self._init_one, episodes=episodes)
-        return jax.vmap(one, in_axes=(0, 0, 0, None, rows_axis(rows)))(keys, params, hparams, bank, rows)
+        return self.over_seeds(one, (0, 0, 0, None, rows_axis(rows)))(keys, params, hparams, bank, rows)
 
     def _init_blank(self, keys, hparams, bank, rows):
         return self._init(keys, hparams, bank, rows, episodes=False)
@@ -223,11 +220,11 @@ class Trainer:
     def _reset_one(self, ts: TrainState, bank, rows) -> TrainState:
         key, k_reset = jax.random.split(ts.key)
         obs, env_state = self._venv_reset(k_reset, bank, rows)
-        return ts.replace(obs=obs, env_state=env_state, key=key, memory=self.initial_memory(self.cfg.num_envs))
+        return ts.replace(obs=obs, env_state=env_state, key=key, memory=self.initial_memory(self.cfg.ppo.num_envs))
 
     def _reset_envs(self, ts, bank, rows):
         self.trace_counts["reset_envs"] += 1
-        return jax.vmap(self._reset_one, in_axes=(0, None, rows_axis(rows)))(ts, bank, rows)
+        return self.over_seeds(self._reset_one, (0, None, rows_axis(rows)))(ts, bank, rows)
 
     def reset_envs(self, ts, bank, rows):
         """Fresh episodes in every env slot from `rows` of `bank` (params and optimiser kept; `ts` is donated).
@@ -270,7 +267,7 @@ class Trainer:
     def _train_chunk(self, ts, bank, rows, reset, num_updates: int):
         self.trace_counts["train_chunk"] += 1
         fn = functools.partial(self._chunk_one, num_updates=num_updates)
-        return over_seeds(fn, (0, None, rows_axis(rows), None), self.cfg.seed_axis)(ts, bank, rows, reset)
+        return self.over_seeds(fn, (0, None, rows_axis(rows), None))(ts, bank, rows, reset)
 
     def compile_train_chunk(self, ts, bank, rows, num_updates: int):
         """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows, reset=False) ->
