@@ -37,7 +37,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.common import ROOT, environment, write_text_atomic  # noqa: E402
+from benchmarks.common import ROOT, environment, time_call, write_text_atomic  # noqa: E402
 
 CONFIG = ROOT / "configs" / "crafter_ppo_paper_agent.yaml"
 TINY = ["ppo.num_envs=2", "ppo.num_steps=8", "ppo.update_epochs=1", "ppo.num_minibatches=2",
@@ -55,18 +55,12 @@ def _variant(text: str) -> tuple[str, str]:
 
 
 def _timed(fn, *args, repeats: int) -> dict:
-    """Compile (ahead of time), two warm-ups, then the median of `repeats` calls."""
+    """Compile ahead of time (timed apart), then `time_call`: two warm-up calls and the median of `repeats`."""
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
     compile_s = time.perf_counter() - start
-    for _ in range(2):
-        jax.block_until_ready(compiled(*args))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - start)
-    return {"compile_s": round(compile_s, 2), "median_s": statistics.median(times), "times_s": times}
+    timing = time_call(compiled, *args, repeats=repeats)
+    return {"compile_s": round(compile_s, 2), "median_s": timing["median_s"], "times_s": timing["times_s"]}
 
 
 class Parts:
