@@ -42,7 +42,7 @@
 #
 # Results: at most 8 files in $OUT (default runs/gpu_session/out): session.json (stage times and the headline
 # figures, rewritten after every stage), session.log, e2e_cold.json, e2e_warm.json, training.json,
-# pixel_seed_axis.json, pixel_agent_1m.json and results.tgz (every result file and the pixel run's small files; no
+# pixel_speed.json, pixel_agent_1m.json and results.tgz (pixel_seed_axis.json travels inside it) (every result file and the pixel run's small files; no
 # checkpoints).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -131,7 +131,6 @@ summarize() {
   for f in "$RESULTS"/e2e_warm/e2e_*.json; do [ -f "$f" ] && cp "$f" "$OUT/e2e_warm.json"; done
   for f in "$RESULTS"/training/training_*.json; do [ -f "$f" ] && cp "$f" "$OUT/training.json"; done
   [ -f "$RESULTS/pixel_agent_1m.json" ] && cp "$RESULTS/pixel_agent_1m.json" "$OUT/pixel_agent_1m.json"
-  [ -f "$RESULTS/pixel_seed_axis.json" ] && cp "$RESULTS/pixel_seed_axis.json" "$OUT/pixel_seed_axis.json"
   [ -f "$RESULTS/pixel_speed.json" ] && cp "$RESULTS/pixel_speed.json" "$OUT/pixel_speed.json"
   (cd "$RESULTS" && find . -path ./xdg -prune -o -path '*/checkpoints' -prune -o -type f \
       \( -name '*.json' -o -name '*.jsonl' -o -name '*.png' -o -name '*.md' -o -name '*.yaml' -o -name '*.log' \
