@@ -37,8 +37,11 @@
 # convolutions (seed axis map) may fit the run in one call, which is what the next session should try first.
 # A session's 15 device minutes hold about 14 minutes of calls after a start: two back-to-back calls, the second
 # sent within the machine's 30 s idle window, e.g.
-#   PIXEL_SEED_AXIS=map bash benchmarks/gpu_session.sh --stages check,pixel --budget 540
-#   bash benchmarks/gpu_session.sh --stages check,pixel_seeds --budget 290      # map vs vmap, timed side by side
+#   PIXEL_SEED_AXIS=dense PIXEL_CMDBUF=1 bash benchmarks/gpu_session.sh --stages check,pixel --budget 540
+#   KEEP_RESULTS=1 PIXEL_RESUME=1 PIXEL_CMDBUF=1 bash benchmarks/gpu_session.sh --stages pixel --budget 280
+# The 2026-11-27 lease measured (docs/devices.md, "Where the pixel agent's time goes"): an update of one seed is
+# mostly its 512 sequential env steps (about 3.4 ms each, plus 2.8 ms of forward pass), command buffers made that
+# rollout 1.6x as fast, and 4 dense seeds trained 3,195 env steps/s. PIXEL_CMDBUF=1 runs the pixel stage with them.
 #
 # Results: at most 8 files in $OUT (default runs/gpu_session/out): session.json (stage times and the headline
 # figures, rewritten after every stage), session.log, e2e_cold.json, e2e_warm.json, training.json,
@@ -203,10 +206,12 @@ PIXEL_LEFT=$(( BUDGET - ($(date +%s) - T0) - RESERVE - T_SUMMARY ))
 case ",$STAGES," in
   *,pixel,*)
     if [ "$PIXEL_LEFT" -ge "$T_PIXEL_MIN" ]; then
+      PIXEL_ENV=()
+      [ "${PIXEL_CMDBUF:-0}" = 1 ] && PIXEL_ENV=(env XLA_FLAGS="$PIXEL_XLA_FLAGS ${XLA_FLAGS:-}")
       if [ "${PIXEL_RESUME:-0}" = 1 ] && [ -d "$RESULTS/pixel_run" ]; then
-        stage pixel "$PIXEL_LEFT" "$PY" -m envgen_jax.cli train --resume "$RESULTS/pixel_run"
+        stage pixel "$PIXEL_LEFT" "${PIXEL_ENV[@]}" "$PY" -m envgen_jax.cli train --resume "$RESULTS/pixel_run"
       else
-        stage pixel "$PIXEL_LEFT" "$PY" -m envgen_jax.cli train --config configs/crafter_ppo_paper_agent.yaml \
+        stage pixel "$PIXEL_LEFT" "${PIXEL_ENV[@]}" "$PY" -m envgen_jax.cli train --config configs/crafter_ppo_paper_agent.yaml \
         --out "$RESULTS/pixel_run" --set seeds="$PIXEL_SEEDS" schedule.cycles=0 schedule.final_steps="$PIXEL_STEPS" \
         output.progress=false output.tensorboard=false output.pictures=false output.checkpoint_minutes=1 \
         execution.seed_axis="${PIXEL_SEED_AXIS:-vmap}" execution.compute_dtype="${PIXEL_DTYPE:-float32}" "${PIXEL_ARGS[@]}"
