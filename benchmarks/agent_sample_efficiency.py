@@ -125,6 +125,11 @@ RECIPES: dict[str, dict] = {
     "seq128_epochs8_kl02": {"ppo": {**SEQ128, "update_epochs": 8, "target_kl": 0.02},
                             "why": "lowsample_mlp_gru_seq128 with twice the epochs per rollout (8), held by a KL "
                                    "limit (target_kl .02, stop at 0.03): more reuse of each sample, a bounded step"},
+    # Issue 56's ladder: one difference at a time from the symbolic default (lowsample_mlp) toward the paper's pixel
+    # agent (configs/crafter_ppo_paper_agent.yaml); docs/agent.md has the table.
+    "ladder_rollout": {"ppo": {**LOW_SAMPLE, "num_envs": 8, "num_steps": 512, "update_epochs": 3},
+                       "why": "ladder rung 1: lowsample_mlp with the paper's rollout shape and epochs (8 envs x 512 "
+                              "steps, 3 epochs x 8 minibatches)"},
 }
 
 
