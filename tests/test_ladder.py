@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 MAP = (3, 4, 5)  # a tiny local map: 3 x 4 cells, 5 one-hot channels, then 6 more features
 OBS = (int(np.prod(MAP)) + 6,)
-TINY = {"trunk": TrunkNet(width=8, head_width=16), "grid": GridNet(channels=(4, 4), res_blocks=1, width=8, head_width=16),
+TINY = {"trunk": TrunkNet(width=8, head_width=16),
+        "grid": GridNet(channels=(4, 4), res_blocks=1, width=8, head_width=16),
         "drawn": DrawnNet(channels=(4,), res_blocks=1, width=8, head_width=0, cell=3)}
 
 
