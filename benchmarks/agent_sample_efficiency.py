@@ -1,6 +1,7 @@
 """Agents at the paper's budget: plain PPO in the original Crafter (method `ppo`, no design), one row per recipe.
 
-Each recipe is a full PPO setting (every field written out in the result). Its seeds, and for a grid recipe every
+Each recipe is a full PPO setting (every field written out in the result), on symbolic observations unless it
+names an "observation" (CrafterEnv's: "pixels"; recorded in the row). Its seeds, and for a grid recipe every
 (value, seed) pair of its traced hyperparameters, train vmapped in one compiled program for `--steps` env steps per
 agent (the paper's 1.96M). Every training episode is recorded with the env step at which it finished (to one
 chunk), so the Crafter score (pooled over episodes, the paper's definition: S = exp(mean_i ln(1 + 100 s_i)) - 1) is
@@ -125,6 +126,36 @@ RECIPES: dict[str, dict] = {
     "seq128_epochs8_kl02": {"ppo": {**SEQ128, "update_epochs": 8, "target_kl": 0.02},
                             "why": "lowsample_mlp_gru_seq128 with twice the epochs per rollout (8), held by a KL "
                                    "limit (target_kl .02, stop at 0.03): more reuse of each sample, a bounded step"},
+    # Issue 56's ladder: one difference at a time from the symbolic default (lowsample_mlp) toward the paper's pixel
+    # agent (configs/crafter_ppo_paper_agent.yaml); docs/agent.md has the table.
+    "ladder_rollout": {"ppo": {**LOW_SAMPLE, "num_envs": 8, "num_steps": 512, "update_epochs": 3},
+                       "why": "ladder rung 1: lowsample_mlp with the paper's rollout shape and epochs (8 envs x 512 "
+                              "steps, 3 epochs x 8 minibatches)"},
+    # The other rungs keep LOW_SAMPLE's PPO and change the network (and, last, the observation). The conv rungs run
+    # their 3x3 convolutions as patches x kernel (execution.seed_axis dense): vmapped over seeds, XLA:CPU makes
+    # grouped convolutions of nn.Conv, many times slower than these batched matrix products.
+    "ladder_trunk": {"ppo": {**LOW_SAMPLE, "network": "trunk"},
+                     "why": "ladder rung 2: lowsample_mlp with the paper's trunk and shared heads on the flat vector "
+                            "(LayerNorm -> Dense 256 -> ReLU -> LayerNorm -> Dense 1024 -> ReLU -> policy and value "
+                            "heads, network.kind trunk; 629,396 parameters)"},
+    "ladder_grid": {"ppo": {**LOW_SAMPLE, "network": "grid", "seed_axis": "dense"},
+                    "why": "ladder rung 3: the paper's encoder on the symbolic grid: the 7 x 9 x 21 map through "
+                           "IMPALA stacks with GroupNorm (32, 64, 64; 2 residual blocks each; SAME pools 7x9 -> 4x5 "
+                           "-> 2x3 -> 1x2), the rest of the vector joined before rung 2's trunk (network.kind grid; "
+                           "716,606 parameters); seed_axis dense: the convolutions as batched matrix products"},
+    "ladder_drawn": {"ppo": {**LOW_SAMPLE, "network": "drawn", "seed_axis": "dense"},
+                     "why": "ladder rung 4: the symbolic map drawn as a 49 x 63 x 3 image (each cell a 7 x 7 patch of "
+                            "a fixed colour per block and mob) through the pixel network's structure at (16, 32, 32) "
+                            "channels (GroupNorm, 2 residual blocks a stack), the rest of the vector joined before "
+                            "the trunk (network.kind drawn; 848,798 parameters); seed_axis dense: the convolutions "
+                            "as batched matrix products"},
+    "ladder_pixels_narrow": {"ppo": {**LOW_SAMPLE, "network": "conv", "conv_channels": (16, 32, 32),
+                                     "conv_norm": True, "head_width": 1024, "seed_axis": "dense"},
+                             "observation": "pixels",
+                             "why": "ladder rung 5: pixel observations (63 x 63 x 3) through a narrower copy of the "
+                                    "paper's network: IMPALA (16, 32, 32) with GroupNorm, LayerNorm -> Dense 256 -> "
+                                    "LayerNorm -> Dense 1024, shared heads (909,170 parameters; the paper's: "
+                                    "3,950,738); seed_axis dense: the convolutions as batched matrix products"},
 }
 
 
@@ -140,12 +171,17 @@ def recipe_config(name: str, seeds: int) -> tuple[PPOConfig, list[int], dict[str
     return dataclasses.replace(cfg, num_seeds=len(agent_seeds)), agent_seeds, hparams
 
 
+def observation(name: str) -> str:
+    """The recipe's CrafterEnv observation: its optional "observation" key ("symbolic" or "pixels"), else symbolic."""
+    return RECIPES[name].get("observation", "symbolic")
+
+
 def train_recipe(name: str, seeds: int, steps: int, work: Path, updates_per_chunk: int, checkpoint_minutes: float,
                  log=print) -> dict:
     """Train one recipe to `steps` env steps per agent (resuming from `work` if a checkpoint is there); returns
     the row: the recipe, every chunk's episode sums per agent, and the timings."""
     cfg, agent_seeds, hparams = recipe_config(name, seeds)
-    env = CrafterEnv()
+    env = CrafterEnv(observation=observation(name))
     bank = make_params([CrafterConfig.original()])
     rows = jnp.zeros(cfg.ppo.num_envs, jnp.int32)
     trainer = make_trainer(env, cfg)
@@ -193,7 +229,8 @@ def train_recipe(name: str, seeds: int, steps: int, work: Path, updates_per_chun
             if time.monotonic() - last_save > checkpoint_minutes * 60 or done_updates >= total_updates:
                 checkpoints.save(done_updates, ts, {"chunks": chunks, "timing": timing})
                 last_save = time.monotonic()
-    return {"recipe": name, "seeds": seeds, "why": RECIPES[name]["why"], "ppo": _jsonable(dataclasses.asdict(cfg)),
+    return {"recipe": name, "seeds": seeds, "why": RECIPES[name]["why"], "observation": observation(name),
+            "ppo": _jsonable(dataclasses.asdict(cfg)),
             "agent_seeds": agent_seeds, "hparams": hparams, "grid": RECIPES[name].get("grid", {}),
             "updates_per_chunk": updates_per_chunk, "steps_per_update": cfg.steps_per_update,
             "achievement_names": list(env.achievement_names), "chunks": chunks, "timing": timing}
@@ -319,7 +356,7 @@ def plot(summaries: list[dict], path: Path) -> None:
     ax.axvline(0.96, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("env steps (millions); the scored 1M of the 1.96M protocol starts at the dashed line")
     ax.set_ylabel("Crafter score % of episodes finished in each 0.1M steps")
-    ax.set_title("Plain PPO in Craftax-Classic (symbolic): mean over seeds, band min-max")
+    ax.set_title("Plain PPO in Craftax-Classic (symbolic unless a recipe names pixels): mean over seeds, band min-max")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -342,7 +379,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.list:
         for name, r in RECIPES.items():
-            print(f"{name}: {r['why']}\n    ppo: {r['ppo']}" + (f"\n    grid: {r['grid']}" if r.get("grid") else ""))
+            print(f"{name}: {r['why']}\n    ppo: {r['ppo']}" + (f"\n    grid: {r['grid']}" if r.get("grid") else "")
+                  + (f"\n    observation: {r['observation']}" if "observation" in r else ""))
         return 0
     out_dir = Path(args.out_dir)
     rows = load_rows(out_dir)

@@ -139,7 +139,7 @@ class RunConfig:
     ppo: PPOAlgorithm = PPOAlgorithm()
     """the PPO algorithm's sizes, switches and hyperparameters"""
     network: NetworkConfig = NetworkConfig()
-    """the agent's network: `kind` (mlp | map | conv) and each kind's settings (`network: {kind: conv, conv:
+    """the agent's network: `kind` (mlp | map | trunk | grid | drawn | conv) and each kind's settings (`network: {kind: conv, conv:
     {channels: [64, 128, 128]}}`); older configurations' `ppo.width`, `ppo.network`, ... are read into it"""
     execution: ExecutionConfig = ExecutionConfig()
     """how the agents run: `seed_axis` (training, evaluation and init), `resets_per_step`; the seeds are the

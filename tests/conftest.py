@@ -42,8 +42,8 @@ def pytest_runtest_setup(item):
 FILE_SECONDS = {
     "test_loop": 416, "test_ued": 249, "test_benchmarks": 195, "test_llm_local": 159, "test_compile": 144,
     "test_crafter_pixels": 141, "test_ppo": 114, "test_sharding": 84, "test_trainer_crafter": 83, "test_agent": 57,
-    "test_study": 38, "test_cli": 26, "test_crafter_env": 24, "test_trainer_checkpoint": 23, "test_vector": 20,
-    "test_games": 16, "test_golden": 14, "test_fuzz_inputs": 13,
+    "test_study": 38, "test_ladder": 30, "test_cli": 26, "test_crafter_env": 24, "test_trainer_checkpoint": 23,
+    "test_vector": 20, "test_games": 16, "test_golden": 14, "test_fuzz_inputs": 13,
 }
 
 

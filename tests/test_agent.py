@@ -246,7 +246,8 @@ def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
 
 def test_the_observation_and_the_network_are_checked_together():
     from envgen_jax.run_config import load_run_config
-    for observation, kind, readers in [("pixels", "mlp", "'conv'"), ("symbolic", "conv", "'mlp' or 'map'")]:
+    symbolic = "'mlp' or 'map' or 'trunk' or 'grid' or 'drawn'"
+    for observation, kind, readers in [("pixels", "mlp", "'conv'"), ("symbolic", "conv", symbolic)]:
         with pytest.raises(ConfigError) as e:
             load_run_config(None, [f"observation={observation}", f"network.kind={kind}"])
         assert e.value.problems == [f"network.kind: {kind!r} cannot read the {observation!r} observation "

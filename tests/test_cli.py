@@ -56,7 +56,8 @@ def test_bad_input_exits_1_with_the_reason(tmp_path, capsys):
     paper_agent = str(ROOT / "configs" / "crafter_ppo_paper_agent.yaml")  # a conv network on symbolic observations
     assert main(["train", "--config", paper_agent, "--set", "observation=symbolic", "--dry-run"]) == 1
     assert _stderr_message(capsys).rstrip().endswith("  - network.kind: 'conv' cannot read the 'symbolic' observation "
-                                            "(observation: symbolic needs network.kind 'mlp' or 'map')")
+                                            "(observation: symbolic needs network.kind 'mlp' or 'map' or 'trunk' or "
+                                            "'grid' or 'drawn')")
     (out / "checkpoints").mkdir(parents=True)  # an earlier run: starting another there would overwrite it
     assert main(["train", "--config", SMOKE, "--out", str(out), "--dry-run"]) == 1
     assert "already holds a run; use --resume" in _stderr_message(capsys)

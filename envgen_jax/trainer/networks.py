@@ -16,6 +16,12 @@ Encoders (`network.kind`; each kind's settings, and how they build these modules
   and before each residual conv, LayerNorm before the bottleneck; `head_width` > 0 adds LayerNorm -> Dense(1024 in
   the paper) -> ReLU between the bottleneck and the heads.
 
+* `trunk`, `grid`, `drawn` (symbolic; issue 56's ladder from the symbolic default toward the pixel agent): the
+  pixel agent's trunk and shared heads (LayerNorm -> Dense 256 -> ReLU -> LayerNorm -> Dense 1024 -> ReLU) on the
+  flat vector (`trunk`), after IMPALA stacks with GroupNorm over the local map as a 21-channel image (`grid`), or
+  after the same stacks over the map drawn as an RGB image, a fixed colour per block and mob (`drawn`:
+  `cell_colours`, `draw_cells`); the rest of the vector joins before the trunk.
+
 `layer_norm` (mlp, map) puts a LayerNorm before every hidden activation (the low-sample agents' torsos).
 `execution.compute_dtype` ("float32" or "bfloat16"): the dtype of activations and matrix products; parameters,
 normalisation statistics, logits and values stay float32 (mixed precision). `execution.seed_axis: dense` runs each
@@ -100,6 +106,21 @@ def patches3x3(grid):
     h, w = grid.shape[1:3]
     padded = jnp.pad(grid, ((0, 0), (1, 1), (1, 1), (0, 0)))
     return jnp.concatenate([padded[:, i:i + h, j:j + w] for i in range(3) for j in range(3)], axis=-1)
+
+
+def cell_colours(channels: int) -> np.ndarray:
+    """f32[channels, 3]: a fixed RGB colour per map channel (block or mob type), what the 'drawn' encoder paints
+    each cell with: distinct points of an evenly spaced n x n x n grid in [0.1, 1]^3 (n^3 >= channels; 21 channels:
+    3 levels, at least 0.45 apart), in an order fixed by numpy's PCG64 seeded 0 (the same on every install)."""
+    n = max(2, int(np.ceil(channels ** (1 / 3) - 1e-9)))
+    levels = np.linspace(0.1, 1.0, n)
+    grid = np.stack(np.meshgrid(levels, levels, levels, indexing="ij"), axis=-1).reshape(-1, 3)
+    return grid[np.random.default_rng(0).permutation(len(grid))[:channels]].astype(np.float32)
+
+
+def draw_cells(rgb, cell: int):
+    """[B, H, W, 3] cell colours -> [B, H * cell, W * cell, 3]: each cell a `cell` x `cell` patch."""
+    return jnp.repeat(jnp.repeat(rgb, cell, axis=1), cell, axis=2)
 
 
 def conv3x3(features: int, dtype=None):

@@ -1,0 +1,146 @@
+"""Issue 56's ladder: one row per rung, from the symbolic default toward the paper's pixel agent, built from the rows
+benchmarks/agent_sample_efficiency.py saved (run the rungs there: `--recipes ladder_trunk --seeds 2 --steps 500000`).
+
+    python benchmarks/agent_ladder.py        # writes benchmarks/results/agent_ladder_<platform>.{json,md}
+
+A rung's columns, from its row with the most seeds (rungs not yet run are left out):
+
+    score_0_0.5M      Crafter score (%) of the training episodes finished in the first 0.5M env steps per agent,
+                      mean over seeds (score_0_0.5M_std: their std); score_0_1M the same over the first 1M, where run
+    return_at_0.5M    mean episode return of the training episodes finished in the last 0.1M steps before 0.5M
+                      (those that ended in chunks ending in (0.4M, 0.5M]), pooled per seed, then the mean over seeds
+    env_steps_per_s   training env steps per second of all the program's agents (`seeds` of them) together, on
+                      whatever else shared the CPU (the source row's load_note)
+    parameters        the network's parameters (one agent), counted from the recipe as the code builds it now
+
+The pixel agent (one H200 seed, 2026-11-27) is a reference row, copied from ../shared/gpu/2026-11-27/
+pixel_agent_1seed.json and its _metrics.jsonl (PIXEL_AGENT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import agent_sample_efficiency as ase  # noqa: E402
+from benchmarks.common import RESULTS, markdown_table, platform_tag  # noqa: E402
+from envgen_jax.envs.crafter.env import CrafterEnv  # noqa: E402
+from envgen_jax.run.provenance import environment  # noqa: E402
+from envgen_jax.trainer.networks import count_params  # noqa: E402
+from envgen_jax.trainer.train import make_network  # noqa: E402
+
+NAME = "agent_ladder"
+RETURN_WINDOW = (400_000, 500_000)  # return_at_0.5M: episodes finished in chunks ending in this (lo, hi]
+
+# (recipe, what the rung changes): each rung one difference from the one before it.
+LADDER: list[tuple[str, str]] = [
+    ("lowsample_mlp", "rung 0, the symbolic default: 64 envs x 64 steps, 4 x 8 minibatches, separate 2 x 256 "
+                      "actor and critic MLPs (LayerNorm, ReLU)"),
+    ("ladder_rollout", "rung 1: the paper's rollout shape and epochs (8 envs x 512 steps, 3 x 8)"),
+    ("ladder_trunk", "rung 2: the paper's trunk and shared heads on the flat vector (LN -> 256 -> LN -> 1024)"),
+    ("ladder_grid", "rung 3: the paper's encoder on the symbolic grid (IMPALA + GroupNorm, 32-64-64) before the "
+                    "trunk"),
+    ("ladder_drawn", "rung 4: the map drawn as a 49 x 63 RGB image through the pixel network (16-32-32)"),
+    ("ladder_pixels_narrow", "rung 5: pixel observations through the paper's network at 16-32-32"),
+]
+
+# The paper's pixel agent (configs/crafter_ppo_paper_agent.yaml, one seed on one H200, commit 62f66e5): its score
+# over the 3,018 episodes of its first 487,424 steps (stopped by the session's time limit before 0.5M), its return
+# as defined above (633 episodes in the chunks ending at 401,408-487,424 steps), steady training speed on the GPU.
+PIXEL_AGENT = {"rung": "reference: the paper's pixel agent (IMPALA 64-128-128, 8 envs x 512 steps; one H200 seed, "
+                       "score over its first 487,424 steps)",
+               "recipe": "configs/crafter_ppo_paper_agent.yaml", "seeds": 1, "trained_to": 516_096,
+               "score_0_0.5M": 9.673, "score_0_0.5M_std": 0.0, "score_0_1M": None, "score_0_1M_std": None,
+               "return_at_0.5M": 8.000, "env_steps_per_s": 1_724, "device": "gpu:NVIDIA H200",
+               "parameters": 3_950_738, "source": "../shared/gpu/2026-11-27/pixel_agent_1seed.json"}
+
+
+def return_at(row: dict, window=RETURN_WINDOW) -> tuple[float | None, list[float]]:
+    """(mean over seeds, per seed) of the mean return of the episodes finished in chunks ending in `window` (None,
+    []: the row was not trained past it)."""
+    lo, hi = window
+    sel = [c for c in row["chunks"] if lo < c["env_steps"] <= hi]
+    if not sel or row["chunks"][-1]["env_steps"] < hi:
+        return None, []
+    per_seed = ase._pool(sel)["reward"]
+    return float(np.nanmean(per_seed)), per_seed.tolist()
+
+
+def parameters(recipe: str) -> int:
+    """One agent's network parameters for `recipe` as the code builds it (shapes only: nothing is computed)."""
+    cfg, _, _ = ase.recipe_config(recipe, 1)
+    env = CrafterEnv(observation=ase.observation(recipe))
+    net = make_network(env, cfg)
+    shapes = jax.eval_shape(net.init, jax.random.PRNGKey(0), jnp.zeros(env.obs_shape, env.obs_dtype))
+    return count_params(shapes)
+
+
+def ladder_rows(rows: list[dict], ladder=LADDER) -> list[dict]:
+    """One row per rung that has a measured row (its row with the most seeds, then the longest trained)."""
+    out = []
+    for recipe, rung in ladder:
+        measured = [r for r in rows if r["recipe"] == recipe]
+        if not measured:
+            continue
+        row = max(measured, key=lambda r: (r["seeds"], r["chunks"][-1]["env_steps"]))
+        summary = ase.summarise(row)[0]
+        windows = summary["windows"]
+        ret, ret_per_seed = return_at(row)
+
+        def score(window, key="score_mean"):
+            return windows[window][key] if window in windows else None
+        out.append({"rung": rung, "recipe": recipe, "seeds": row["seeds"], "trained_to": summary["env_steps"],
+                    "score_0_0.5M": score("first_0.5M"), "score_0_0.5M_std": score("first_0.5M", "score_std"),
+                    "score_0_1M": score("first_1M"), "score_0_1M_std": score("first_1M", "score_std"),
+                    "return_at_0.5M": ret, "return_at_0.5M_per_seed": ret_per_seed,
+                    "env_steps_per_s": summary["cost"]["steps_per_s_all_agents"],
+                    "parameters": parameters(recipe), "load_note": row.get("load_note", "")})
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    def pm(r, key):
+        return "n/a" if r[key] is None else f"{r[key]:.1f} +/- {r[key + '_std']:.1f}"
+    body = [[r["rung"], r["recipe"], r["seeds"], f"{r['trained_to'] / 1e6:.2f}M", pm(r, "score_0_0.5M"),
+             pm(r, "score_0_1M"), r["return_at_0.5M"], f"{r['env_steps_per_s']:,.0f}", f"{r['parameters']:,}"]
+            for r in rows]
+    return markdown_table(["rung", "recipe", "seeds", "trained to", "score 0-0.5M %", "score 0-1M %",
+                           "return at 0.5M", "env steps/s (all agents)", "parameters"], body)
+
+
+def write(source: Path, out_dir: Path) -> list[dict]:
+    """The ladder's rows from `source` (agent_sample_efficiency's JSON) into out_dir/agent_ladder_<platform>.*"""
+    rows = ladder_rows(json.loads(source.read_text())["rows"]) + [PIXEL_AGENT]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"benchmark": NAME, "environment": environment(), "source": str(source),
+               "return_window": RETURN_WINDOW, "rows": rows}
+    stem = out_dir / f"{NAME}_{platform_tag()}"
+    Path(f"{stem}.json").write_text(json.dumps(payload, indent=1))
+    note = ("Symbolic rungs: plain PPO in Craftax-Classic on this CPU (benchmarks/agent_sample_efficiency.py); the "
+            "last row is the pixel agent on a GPU, its speed not comparable. Definitions: benchmarks/agent_ladder.py.")
+    Path(f"{stem}.md").write_text(table(rows) + "\n\n" + note + "\n")
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--source", default=None, help="agent_sample_efficiency's JSON (default: this platform's)")
+    ap.add_argument("--out-dir", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    source = Path(args.source) if args.source else ase.results_path(RESULTS, ".json")
+    if not source.exists():
+        ap.error(f"--source: {source} does not exist (run benchmarks/agent_sample_efficiency.py first)")
+    print(table(write(source, Path(args.out_dir))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
