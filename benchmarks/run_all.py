@@ -391,8 +391,9 @@ def e2e_header(args) -> dict:
                 "original_env_steps": s.original_env_steps, "final_steps": s.final_steps,
                 "envs_per_call": s.envs_per_call, "mixing": s.mixing, "feedback": s.feedback,
                 "updates_per_chunk": s.updates_per_chunk, "num_envs": p.num_envs, "num_steps": p.num_steps,
-                "update_epochs": p.update_epochs, "num_minibatches": p.num_minibatches, "width": p.width,
-                "depth": p.depth, "eval_num_envs": cfg.eval.num_envs, "eval_max_steps": cfg.eval.max_steps,
+                "update_epochs": p.update_epochs, "num_minibatches": p.num_minibatches,
+                "network": cfg.network.kind, "width": getattr(cfg.network.encoder, "width", None),
+                "depth": getattr(cfg.network.encoder, "depth", None), "eval_num_envs": cfg.eval.num_envs, "eval_max_steps": cfg.eval.max_steps,
                 "checkpoint_minutes": cfg.output.checkpoint_minutes, "llm": args.llm}
     return {"benchmark": "e2e", "settings": protocol,
             "definition": "wall_s: from building EnvGenRun to its written report, compile included (persistent "

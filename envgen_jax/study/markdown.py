@@ -28,8 +28,13 @@ def _p(p) -> str:
 
 def _agent(run: dict) -> str:
     ppo = run["ppo"]
+    if isinstance(run.get("network"), dict):  # the sectioned settings; older runs hold them flat in `ppo`
+        kind = run["network"]["kind"]
+        settings = run["network"][kind]
+        ppo = {**ppo, "network": kind, "conv_channels": settings.get("channels"), **settings}
     net = (f"MLP {ppo['depth']} x {ppo['width']}" if ppo["network"] == "mlp"
-           else f"IMPALA CNN {'/'.join(map(str, ppo['conv_channels']))}")
+           else f"IMPALA CNN {'/'.join(map(str, ppo['conv_channels']))}" if ppo["network"] == "conv"
+           else f"{ppo['network']} network")
     return (f"PPO, {net} on {run['observation']} observations, {ppo['num_envs']} envs x {ppo['num_steps']} steps, "
             f"lr {ppo['lr']:g}")
 
