@@ -13,7 +13,7 @@ import pytest
 from flax.linen.initializers import orthogonal
 
 from envgen_jax.trainer.encoders import ConvNet
-from envgen_jax.trainer.networks import ActorCritic, Conv
+from envgen_jax.trainer.networks import ActorCritic, Conv, MapEncoder
 
 OBS = (9, 9, 3)
 
@@ -77,3 +77,12 @@ def test_bfloat16_computes_in_bfloat16_keeps_float32_state_and_trains():
 def test_bad_compute_dtype_is_refused():
     with pytest.raises(ValueError, match="compute_dtype"):
         _network(compute_dtype="float16").init(jax.random.PRNGKey(0), jnp.zeros(OBS))
+
+
+@pytest.mark.parametrize("dtype", [None, jnp.bfloat16])
+def test_map_encoder_with_residual_blocks_builds_in_either_dtype(dtype):
+    """The map encoder's residual blocks (3x3 convolutions as patches + Dense) in float32 and bfloat16."""
+    x = jax.random.uniform(jax.random.PRNGKey(0), (2, 7 * 9 * 4 + 5))
+    encoder = MapEncoder((7, 9, 4), channels=(8,), res_blocks=1, dtype=dtype)
+    out = encoder.apply(encoder.init(jax.random.PRNGKey(1), x), x)
+    assert out.shape == (2, 7 * 9 * 8 + 5) and np.isfinite(np.asarray(out, np.float32)).all()

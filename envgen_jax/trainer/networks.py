@@ -125,8 +125,8 @@ def draw_cells(rgb, cell: int):
 
 def conv3x3(features: int, dtype=None):
     """A 3x3 'SAME' convolution over [B, H, W, C] cells as patches + Dense (see MapEncoder)."""
-    dense = dense(features, np.sqrt(2), dtype=dtype)
-    return lambda grid: dense(patches3x3(grid))
+    layer = dense(features, np.sqrt(2), dtype=dtype)
+    return lambda grid: layer(patches3x3(grid))
 
 
 class MapResidualBlock(nn.Module):
