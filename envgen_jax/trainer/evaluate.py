@@ -30,7 +30,7 @@ from envgen_jax.trainer.metrics import (RowStats, across_seeds, mean_or_nan, nan
                                         row_stats_from_steps, success_rates, to_host)
 from envgen_jax.trainer.networks import policy
 from envgen_jax.trainer.reuse import reused
-from envgen_jax.trainer.train import Trainer, over_seeds, prng_key
+from envgen_jax.trainer.train import Trainer, prng_key
 from envgen_jax.trainer.train import default_vecenv as _default_vecenv
 
 if TYPE_CHECKING:

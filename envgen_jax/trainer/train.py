@@ -40,7 +40,6 @@ from envgen_jax.trainer.layouts import draws_rows, layout, rows_axis
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, Agent
 from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOConfig, TrainState, ValueNorm
-from envgen_jax.trainer.reuse import reused
 
 
 def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
