@@ -7,6 +7,8 @@ A rung's columns, from its row with the most seeds (rungs not yet run are left o
 
     score_0_0.5M      Crafter score (%) of the training episodes finished in the first 0.5M env steps per agent,
                       mean over seeds (score_0_0.5M_std: their std); score_0_1M the same over the first 1M, where run
+    score_0_0.2M      the same over the first 0.2M: the horizon every rung reached, so a rung a CPU could not train
+                      to 0.5M (the pixel-sized ones) still stands beside the others
     return_at_0.5M    mean episode return of the training episodes finished in the last 0.1M steps before 0.5M
                       (those that ended in chunks ending in (0.4M, 0.5M]), pooled per seed, then the mean over seeds
     env_steps_per_s   training env steps per second of all the program's agents (`seeds` of them) together, on
@@ -33,12 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import agent_sample_efficiency as ase  # noqa: E402
 from benchmarks.common import RESULTS, markdown_table, platform_tag  # noqa: E402
 from envgen_jax.envs.crafter.env import CrafterEnv  # noqa: E402
+from envgen_jax.envs.scores import crafter_score  # noqa: E402
 from envgen_jax.run.provenance import environment  # noqa: E402
 from envgen_jax.trainer.networks import count_params  # noqa: E402
 from envgen_jax.trainer.train import make_network  # noqa: E402
 
 NAME = "agent_ladder"
 RETURN_WINDOW = (400_000, 500_000)  # return_at_0.5M: episodes finished in chunks ending in this (lo, hi]
+COMMON_HORIZON = 200_000  # score_0_0.2M: what the slowest rungs reached on a CPU
 
 # (recipe, what the rung changes): each rung one difference from the one before it.
 LADDER: list[tuple[str, str]] = [
@@ -48,7 +52,8 @@ LADDER: list[tuple[str, str]] = [
     ("ladder_trunk", "rung 2: the paper's trunk and shared heads on the flat vector (LN -> 256 -> LN -> 1024)"),
     ("ladder_grid", "rung 3: the paper's encoder on the symbolic grid (IMPALA + GroupNorm, 32-64-64) before the "
                     "trunk"),
-    ("ladder_drawn", "rung 4: the map drawn as a 49 x 63 RGB image through the pixel network (16-32-32)"),
+    ("ladder_drawn", "rung 4: the map drawn as a 21 x 27 RGB image (3 x 3 pixels a cell) through the pixel network "
+                     "(16-32-32)"),
     ("ladder_pixels_narrow", "rung 5: pixel observations through the paper's network at 16-32-32"),
 ]
 
@@ -58,7 +63,9 @@ LADDER: list[tuple[str, str]] = [
 PIXEL_AGENT = {"rung": "reference: the paper's pixel agent (IMPALA 64-128-128, 8 envs x 512 steps; one H200 seed, "
                        "score over its first 487,424 steps)",
                "recipe": "configs/crafter_ppo_paper_agent.yaml", "seeds": 1, "trained_to": 516_096,
-               "score_0_0.5M": 9.673, "score_0_0.5M_std": 0.0, "score_0_1M": None, "score_0_1M_std": None,
+               "score_0_0.5M": 9.673, "score_0_0.5M_std": 0.0,
+               # its run logged returns, not achievements, per chunk: no score over a shorter horizon
+               "score_0_0.2M": None, "score_0_0.2M_std": None, "score_0_1M": None, "score_0_1M_std": None,
                "return_at_0.5M": 8.000, "env_steps_per_s": 1_724, "device": "gpu:NVIDIA H200",
                "parameters": 3_950_738, "source": "../shared/gpu/2026-11-27/pixel_agent_1seed.json"}
 
@@ -72,6 +79,16 @@ def return_at(row: dict, window=RETURN_WINDOW) -> tuple[float | None, list[float
         return None, []
     per_seed = ase._pool(sel)["reward"]
     return float(np.nanmean(per_seed)), per_seed.tolist()
+
+
+def score_first(row: dict, horizon: int = COMMON_HORIZON) -> tuple[float | None, float | None]:
+    """(mean, std over seeds) of the Crafter score of the episodes finished in chunks ending by `horizon` (None, None:
+    the row was not trained that far)."""
+    sel = [c for c in row["chunks"] if c["env_steps"] <= horizon]
+    if not sel or row["chunks"][-1]["env_steps"] < horizon:
+        return None, None
+    per_seed = crafter_score(ase._pool(sel)["success"])
+    return float(np.mean(per_seed)), float(np.std(per_seed))
 
 
 def parameters(recipe: str) -> int:
@@ -94,12 +111,14 @@ def ladder_rows(rows: list[dict], ladder=LADDER) -> list[dict]:
         summary = ase.summarise(row)[0]
         windows = summary["windows"]
         ret, ret_per_seed = return_at(row)
+        early, early_std = score_first(row)
 
         def score(window, key="score_mean"):
             return windows[window][key] if window in windows else None
         out.append({"rung": rung, "recipe": recipe, "seeds": row["seeds"], "trained_to": summary["env_steps"],
                     "score_0_0.5M": score("first_0.5M"), "score_0_0.5M_std": score("first_0.5M", "score_std"),
                     "score_0_1M": score("first_1M"), "score_0_1M_std": score("first_1M", "score_std"),
+                    "score_0_0.2M": early, "score_0_0.2M_std": early_std,
                     "return_at_0.5M": ret, "return_at_0.5M_per_seed": ret_per_seed,
                     "env_steps_per_s": summary["cost"]["steps_per_s_all_agents"],
                     "parameters": parameters(recipe), "load_note": row.get("load_note", "")})
@@ -109,10 +128,10 @@ def ladder_rows(rows: list[dict], ladder=LADDER) -> list[dict]:
 def table(rows: list[dict]) -> str:
     def pm(r, key):
         return "n/a" if r[key] is None else f"{r[key]:.1f} +/- {r[key + '_std']:.1f}"
-    body = [[r["rung"], r["recipe"], r["seeds"], f"{r['trained_to'] / 1e6:.2f}M", pm(r, "score_0_0.5M"),
-             pm(r, "score_0_1M"), r["return_at_0.5M"], f"{r['env_steps_per_s']:,.0f}", f"{r['parameters']:,}"]
+    body = [[r["rung"], r["recipe"], r["seeds"], f"{r['trained_to'] / 1e6:.2f}M", pm(r, "score_0_0.2M"),
+             pm(r, "score_0_0.5M"), pm(r, "score_0_1M"), r["return_at_0.5M"], f"{r['env_steps_per_s']:,.0f}", f"{r['parameters']:,}"]
             for r in rows]
-    return markdown_table(["rung", "recipe", "seeds", "trained to", "score 0-0.5M %", "score 0-1M %",
+    return markdown_table(["rung", "recipe", "seeds", "trained to", "score 0-0.2M %", "score 0-0.5M %", "score 0-1M %",
                            "return at 0.5M", "env steps/s (all agents)", "parameters"], body)
 
 

@@ -47,6 +47,7 @@ from envgen_jax.envs.crafter.env import CrafterEnv, make_params  # noqa: E402
 from envgen_jax.run.provenance import environment  # noqa: E402
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint  # noqa: E402
 from envgen_jax.trainer.metrics import crafter_score, mean_or_nan, to_host  # noqa: E402
+from envgen_jax.trainer.encoders import DrawnNet, NetworkConfig  # noqa: E402
 from envgen_jax.trainer.ppo import PPOConfig  # noqa: E402
 from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
@@ -143,12 +144,15 @@ RECIPES: dict[str, dict] = {
                            "IMPALA stacks with GroupNorm (32, 64, 64; 2 residual blocks each; SAME pools 7x9 -> 4x5 "
                            "-> 2x3 -> 1x2), the rest of the vector joined before rung 2's trunk (network.kind grid; "
                            "716,606 parameters); seed_axis dense: the convolutions as batched matrix products"},
-    "ladder_drawn": {"ppo": {**LOW_SAMPLE, "network": "drawn", "seed_axis": "dense"},
-                     "why": "ladder rung 4: the symbolic map drawn as a 49 x 63 x 3 image (each cell a 7 x 7 patch of "
+    # Drawn at 3 x 3 pixels a cell (21 x 27): at the 49 x 63 of cell 7 (the pixel view's scale) a CPU trained 16 env
+    # steps/s, about 17 hours for the rung's 2 x 0.5M; at cell 3 the convolutions cost about a quarter.
+    "ladder_drawn": {"ppo": {**LOW_SAMPLE, "network": NetworkConfig(kind="drawn", drawn=DrawnNet(cell=3)),
+                             "seed_axis": "dense"},
+                     "why": "ladder rung 4: the symbolic map drawn as a 21 x 27 x 3 image (each cell a 3 x 3 patch of "
                             "a fixed colour per block and mob) through the pixel network's structure at (16, 32, 32) "
                             "channels (GroupNorm, 2 residual blocks a stack), the rest of the vector joined before "
-                            "the trunk (network.kind drawn; 848,798 parameters); seed_axis dense: the convolutions "
-                            "as batched matrix products"},
+                            "the trunk (network.kind drawn, network.drawn.cell 3; 485,534 parameters); seed_axis "
+                            "dense: the convolutions as batched matrix products"},
     "ladder_pixels_narrow": {"ppo": {**LOW_SAMPLE, "network": "conv", "conv_channels": (16, 32, 32),
                                      "conv_norm": True, "head_width": 1024, "seed_axis": "dense"},
                              "observation": "pixels",

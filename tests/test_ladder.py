@@ -70,6 +70,8 @@ def test_parameter_counts_are_the_stated_ones():
     assert count(GridNet()) - count(TrunkNet()) == 716_606 - 629_396
     # drawn: 49 x 63 pixels pool to 7 x 8 x 32
     assert count(DrawnNet()) == 848_798
+    # ladder_drawn's cell 3: 21 x 27 pixels pool to 3 x 4 x 32
+    assert count(DrawnNet(cell=3)) == 485_534
     from envgen_jax.trainer.encoders import ConvNet
     narrow = ConvNet(channels=(16, 32, 32), norm=True, width=256, head_width=1024)
     assert count(narrow, (63, 63, 3)) == 909_170
@@ -98,6 +100,8 @@ def test_the_ladder_recipes():
             assert cfg.ppo == base.ppo, name
     grid, _, _ = ase.recipe_config("ladder_grid", 1)
     assert grid.network.kind == "grid" and grid.network.grid == GridNet() and grid.execution.seed_axis == "dense"
+    drawn, _, _ = ase.recipe_config("ladder_drawn", 1)
+    assert drawn.network.kind == "drawn" and drawn.network.drawn.cell == 3 and drawn.execution.seed_axis == "dense"
     pixels, _, _ = ase.recipe_config("ladder_pixels_narrow", 1)
     assert ase.observation("ladder_pixels_narrow") == "pixels" and ase.observation("ladder_trunk") == "symbolic"
     assert (pixels.network.kind, pixels.network.conv.channels, pixels.network.conv.norm, pixels.network.conv.width,
@@ -111,7 +115,7 @@ def test_the_ladder_table_from_a_tiny_benchmark_json(tmp_path):
     for i in range(1, 7):  # chunks ending at 0.1M ... 0.6M steps; 2 agents
         chunks.append({"update": i, "env_steps": i * 100_000, "episodes": [10, 20],
                        "return_sum": [10.0 * i, 40.0 * i], "length_sum": [1000, 2000],
-                       "achievements": [[5] * achievements, [10] * achievements]})
+                       "achievements": [[10 if i == 1 else 5] * achievements, [10] * achievements]})
     row = {"recipe": "ladder_trunk", "seeds": 2, "agent_seeds": [0, 1], "hparams": {}, "steps_per_update": 100_000,
            "updates_per_chunk": 1, "achievement_names": [f"a{i}" for i in range(achievements)], "chunks": chunks,
            "timing": {"train_s": 10.0, "train_steps": 1_200_000, "compile_s": [1.0], "sessions": []},
@@ -126,10 +130,15 @@ def test_the_ladder_table_from_a_tiny_benchmark_json(tmp_path):
     assert rung["seeds"] == 2 and rung["trained_to"] == 600_000 and rung["parameters"] == 629_396
     # the episodes of the chunk ending at 0.5M: mean return 50 / 10 and 200 / 20 per seed
     assert rung["return_at_0.5M_per_seed"] == [5.0, 10.0] and rung["return_at_0.5M"] == 7.5
-    # half the episodes succeed at every achievement: S = exp(ln(1 + 50)) - 1 for both seeds
-    assert rung["score_0_0.5M"] == pytest.approx(50.0) and rung["score_0_0.5M_std"] == pytest.approx(0.0)
+    # every achievement's success, the same for all: S = exp(ln(1 + s)) - 1 = s. Seed 0: all 10 episodes of the first
+    # chunk, half of the later ones; seed 1: half throughout. To 0.5M: 30 of 50 and 50 of 100; to 0.2M: 15 of 20, 20
+    # of 40
+    assert rung["score_0_0.5M"] == pytest.approx(55.0) and rung["score_0_0.5M_std"] == pytest.approx(5.0)
+    assert rung["score_0_0.2M"] == pytest.approx(62.5) and rung["score_0_0.2M_std"] == pytest.approx(12.5)
     assert rung["score_0_1M"] is None and rung["env_steps_per_s"] == 120_000
     saved = json.loads((tmp_path / "out" / "agent_ladder_cpu.json").read_text())
     assert saved["rows"] == rows
     md = (tmp_path / "out" / "agent_ladder_cpu.md").read_text()
-    assert "| ladder_trunk | 2 | 0.60M | 50.0 +/- 0.0 | n/a | 7.5 | 120,000 | 629,396 |" in md
+    assert "| ladder_trunk | 2 | 0.60M | 62.5 +/- 12.5 | 55.0 +/- 5.0 | n/a | 7.5 | 120,000 | 629,396 |" in md
+    short = {**row, "chunks": chunks[:1]}  # trained to 0.1M: no score over the first 0.2M yet
+    assert agent_ladder.score_first(short) == (None, None)
