@@ -15,6 +15,12 @@ A rung's columns, from its row with the most seeds (rungs not yet run are left o
                       whatever else shared the CPU (the source row's load_note)
     parameters        the network's parameters (one agent), counted from the recipe as the code builds it now
 
+    python benchmarks/agent_ladder.py --speed   # the rungs' training speed side by side: agent_ladder_speed_<platform>.*
+
+`--speed` times each rung's training chunk in one process (compiled, two warm-up calls, then the timed calls
+round-robin, so a shared machine's drift hits every rung alike) and gives env steps/s and the ratio to rung 0: the
+cost of each rung, fairer than the screens' own speeds, which ran at different times beside different jobs.
+
 The pixel agent (one H200 seed, 2026-11-27) is a reference row, copied from ../shared/gpu/2026-11-27/
 pixel_agent_1seed.json and its _metrics.jsonl (PIXEL_AGENT).
 """
@@ -33,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import agent_sample_efficiency as ase  # noqa: E402
-from benchmarks.common import RESULTS, markdown_table, platform_tag  # noqa: E402
+from benchmarks.common import RESULTS, markdown_table, platform_tag, time_interleaved  # noqa: E402
 from envgen_jax.envs.crafter.env import CrafterEnv  # noqa: E402
 from envgen_jax.envs.scores import crafter_score  # noqa: E402
 from envgen_jax.run.provenance import environment  # noqa: E402
@@ -149,11 +155,75 @@ def write(source: Path, out_dir: Path) -> list[dict]:
     return rows
 
 
+SPEED_RECIPES = ("lowsample_mlp", "ladder_rollout", "ladder_trunk", "ladder_grid")
+
+
+def speed(recipes=SPEED_RECIPES, seeds: int = 2, updates: int = 1, repeats: int = 3) -> list[dict]:
+    """Each recipe's training chunk (`updates` PPO updates, `seeds` agents) timed side by side: env steps/s of all
+    its agents and the ratio to the first recipe's."""
+    calls = {}
+    for name in recipes:
+        cfg, agent_seeds, hparams, _, bank, rows, trainer = ase.recipe_trainer(name, seeds)
+        ts = trainer.init(bank, rows, seeds=agent_seeds, hparams=hparams)
+        calls[name] = (_carried(trainer.compile_train_chunk(ts, bank, rows, num_updates=updates), ts, bank, rows), ())
+    timed = time_interleaved(calls, repeats)
+    out = []
+    for name in recipes:
+        cfg, agent_seeds, _ = ase.recipe_config(name, seeds)
+        steps = updates * cfg.steps_per_update * len(agent_seeds)
+        out.append({"recipe": name, "seeds": len(agent_seeds), "updates_per_call": updates, "env_steps_per_call": steps,
+                    **timed[name], "env_steps_per_s": steps / timed[name]["median_s"]})
+    for r in out:
+        r["speed_vs_" + recipes[0]] = r["env_steps_per_s"] / out[0]["env_steps_per_s"]
+    return out
+
+
+def _carried(compiled, ts, bank, rows):
+    """A call of the compiled chunk that carries its train state on (the chunk donates it)."""
+    state = {"ts": ts}
+
+    def call():
+        state["ts"], metrics = compiled(state["ts"], bank, rows)
+        return metrics
+    return call
+
+
+def write_speed(rows: list[dict], out_dir: Path) -> str:
+    base = rows[0]["recipe"]
+    md = markdown_table(["recipe", "seeds", "env steps a call", "median s a call", "env steps/s (all agents)",
+                         f"x {base}", "compile + first call s"],
+                        [[r["recipe"], r["seeds"], f"{r['env_steps_per_call']:,}", f"{r['median_s']:.2f}",
+                          f"{r['env_steps_per_s']:,.0f}", f"{r['speed_vs_' + base]:.2f}",
+                          f"{r['compile_and_first_call_s']:.0f}"] for r in rows])
+    stem = out_dir / f"{NAME}_speed_{platform_tag()}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    Path(f"{stem}.json").write_text(json.dumps({"benchmark": NAME + "_speed", "environment": environment(),
+                                                "rows": rows}, indent=1))
+    note = ("Training chunks timed side by side in one process (two warm-up calls, timed calls round-robin); a CPU's "
+            "speeds are for the ratios only. Definitions: benchmarks/agent_ladder.py.")
+    Path(f"{stem}.md").write_text(md + "\n\n" + note + "\n")
+    return md
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", default=None, help="agent_sample_efficiency's JSON (default: this platform's)")
     ap.add_argument("--out-dir", default=str(RESULTS))
+    ap.add_argument("--speed", action="store_true", help="time the rungs' training side by side instead")
+    ap.add_argument("--recipes", default=",".join(SPEED_RECIPES), help="--speed's recipes, comma separated; the "
+                    "first is the base of the ratios (default: the symbolic rungs 0-3)")
+    ap.add_argument("--seeds", type=int, default=2, help="--speed's agents a recipe (default 2, as the screens)")
+    ap.add_argument("--updates", type=int, default=1, help="--speed's PPO updates a timed call (default 1)")
     args = ap.parse_args(argv)
+    if args.speed:
+        names = [n for n in args.recipes.split(",") if n]
+        unknown = [n for n in names if n not in ase.RECIPES]
+        if unknown or not names:
+            ap.error(f"--recipes: {', '.join(unknown) or '(none given)'}; choose from {', '.join(ase.RECIPES)}")
+        if args.seeds < 1 or args.updates < 1:
+            ap.error("--seeds and --updates must be at least 1")
+        print(write_speed(speed(names, args.seeds, args.updates), Path(args.out_dir)))
+        return 0
     source = Path(args.source) if args.source else ase.results_path(RESULTS, ".json")
     if not source.exists():
         ap.error(f"--source: {source} does not exist (run benchmarks/agent_sample_efficiency.py first)")

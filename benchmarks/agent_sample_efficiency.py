@@ -180,15 +180,21 @@ def observation(name: str) -> str:
     return RECIPES[name].get("observation", "symbolic")
 
 
-def train_recipe(name: str, seeds: int, steps: int, work: Path, updates_per_chunk: int, checkpoint_minutes: float,
-                 log=print) -> dict:
-    """Train one recipe to `steps` env steps per agent (resuming from `work` if a checkpoint is there); returns
-    the row: the recipe, every chunk's episode sums per agent, and the timings."""
+def recipe_trainer(name: str, seeds: int):
+    """(config, agent seeds, traced hyperparameters, env, bank, rows, trainer): a recipe's trainer in the original
+    game (one bank row, every env slot on it)."""
     cfg, agent_seeds, hparams = recipe_config(name, seeds)
     env = CrafterEnv(observation=observation(name))
     bank = make_params([CrafterConfig.original()])
     rows = jnp.zeros(cfg.ppo.num_envs, jnp.int32)
-    trainer = make_trainer(env, cfg)
+    return cfg, agent_seeds, hparams, env, bank, rows, make_trainer(env, cfg)
+
+
+def train_recipe(name: str, seeds: int, steps: int, work: Path, updates_per_chunk: int, checkpoint_minutes: float,
+                 log=print) -> dict:
+    """Train one recipe to `steps` env steps per agent (resuming from `work` if a checkpoint is there); returns
+    the row: the recipe, every chunk's episode sums per agent, and the timings."""
+    cfg, agent_seeds, hparams, env, bank, rows, trainer = recipe_trainer(name, seeds)
     total_updates = -(-steps // cfg.steps_per_update)
     work.mkdir(parents=True, exist_ok=True)
     newest = newest_checkpoint(work)

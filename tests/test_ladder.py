@@ -142,3 +142,28 @@ def test_the_ladder_table_from_a_tiny_benchmark_json(tmp_path):
     assert "| ladder_trunk | 2 | 0.60M | 62.5 +/- 12.5 | 55.0 +/- 5.0 | n/a | 7.5 | 120,000 | 629,396 |" in md
     short = {**row, "chunks": chunks[:1]}  # trained to 0.1M: no score over the first 0.2M yet
     assert agent_ladder.score_first(short) == (None, None)
+
+
+def test_the_rungs_speed_side_by_side(tmp_path, monkeypatch):
+    """--speed: each recipe's chunk timed in one process; env steps a call = updates x steps per update x agents, the
+    first recipe the base of the ratios; the chunk's train state is carried from call to call (it is donated)."""
+    from benchmarks import agent_ladder
+    from benchmarks import agent_sample_efficiency as ase
+    tiny = {**ase.LOW_SAMPLE, "num_envs": 2, "num_steps": 4, "update_epochs": 1, "num_minibatches": 1, "width": 8}
+    monkeypatch.setattr(ase, "RECIPES", {"tiny_a": {"ppo": tiny, "why": "a"},
+                                         "tiny_b": {"ppo": {**tiny, "num_steps": 8}, "why": "b"}})
+    rows = agent_ladder.speed(("tiny_a", "tiny_b"), seeds=2, updates=2, repeats=1)
+    assert [(r["recipe"], r["env_steps_per_call"]) for r in rows] == [("tiny_a", 2 * 8 * 2), ("tiny_b", 2 * 16 * 2)]
+    assert rows[0]["speed_vs_tiny_a"] == 1.0
+    for r in rows:
+        assert r["env_steps_per_s"] == pytest.approx(r["env_steps_per_call"] / r["median_s"])
+    md = agent_ladder.write_speed(rows, tmp_path)
+    assert "| tiny_b | 2 | 64 |" in md and (tmp_path / "agent_ladder_speed_cpu.md").read_text().startswith(md)
+
+    calls = []
+
+    def chunk(ts, bank, rows):
+        calls.append(ts)
+        return ts + 1, {"loss": ts}
+    call = agent_ladder._carried(chunk, 0, None, None)
+    assert [call()["loss"] for _ in range(3)] == [0, 1, 2] and calls == [0, 1, 2]
