@@ -191,7 +191,7 @@ def _carried(compiled, ts, bank, rows):
 def write_speed(rows: list[dict], out_dir: Path) -> str:
     base = rows[0]["recipe"]
     md = markdown_table(["recipe", "seeds", "env steps a call", "median s a call", "env steps/s (all agents)",
-                         f"x {base}", "compile + first call s"],
+                         f"x {base}", "first call s"],
                         [[r["recipe"], r["seeds"], f"{r['env_steps_per_call']:,}", f"{r['median_s']:.2f}",
                           f"{r['env_steps_per_s']:,.0f}", f"{r['speed_vs_' + base]:.2f}",
                           f"{r['compile_and_first_call_s']:.0f}"] for r in rows])
@@ -199,7 +199,7 @@ def write_speed(rows: list[dict], out_dir: Path) -> str:
     out_dir.mkdir(parents=True, exist_ok=True)
     Path(f"{stem}.json").write_text(json.dumps({"benchmark": NAME + "_speed", "environment": environment(),
                                                 "rows": rows}, indent=1))
-    note = ("Training chunks timed side by side in one process (two warm-up calls, timed calls round-robin); a CPU's "
+    note = ("Training chunks (compiled ahead, so the first call is not the compile) timed side by side in one process (two warm-up calls, timed calls round-robin); a CPU's "
             "speeds are for the ratios only. Definitions: benchmarks/agent_ladder.py.")
     Path(f"{stem}.md").write_text(md + "\n\n" + note + "\n")
     return md
