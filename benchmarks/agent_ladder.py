@@ -135,10 +135,11 @@ def table(rows: list[dict]) -> str:
     def pm(r, key):
         return "n/a" if r[key] is None else f"{r[key]:.1f} +/- {r[key + '_std']:.1f}"
     body = [[r["rung"], r["recipe"], r["seeds"], f"{r['trained_to'] / 1e6:.2f}M", pm(r, "score_0_0.2M"),
-             pm(r, "score_0_0.5M"), pm(r, "score_0_1M"), r["return_at_0.5M"], f"{r['env_steps_per_s']:,.0f}", f"{r['parameters']:,}"]
+             pm(r, "score_0_0.5M"), pm(r, "score_0_1M"), r["return_at_0.5M"], f"{r['env_steps_per_s']:,.0f}",
+             f"{r['parameters']:,}"]
             for r in rows]
-    return markdown_table(["rung", "recipe", "seeds", "trained to", "score 0-0.2M %", "score 0-0.5M %", "score 0-1M %",
-                           "return at 0.5M", "env steps/s (all agents)", "parameters"], body)
+    return markdown_table(["rung", "recipe", "seeds", "trained to", "score 0-0.2M %", "score 0-0.5M %",
+                           "score 0-1M %", "return at 0.5M", "env steps/s (all agents)", "parameters"], body)
 
 
 def write(source: Path, out_dir: Path) -> list[dict]:
@@ -161,18 +162,16 @@ SPEED_RECIPES = ("lowsample_mlp", "ladder_rollout", "ladder_trunk", "ladder_grid
 def speed(recipes=SPEED_RECIPES, seeds: int = 2, updates: int = 1, repeats: int = 3) -> list[dict]:
     """Each recipe's training chunk (`updates` PPO updates, `seeds` agents) timed side by side: env steps/s of all
     its agents and the ratio to the first recipe's."""
-    calls = {}
+    calls, agents, steps = {}, {}, {}
     for name in recipes:
         cfg, agent_seeds, hparams, _, bank, rows, trainer = ase.recipe_trainer(name, seeds)
         ts = trainer.init(bank, rows, seeds=agent_seeds, hparams=hparams)
         calls[name] = (_carried(trainer.compile_train_chunk(ts, bank, rows, num_updates=updates), ts, bank, rows), ())
+        agents[name] = len(agent_seeds)  # seeds x the recipe's grid points
+        steps[name] = updates * cfg.steps_per_update * agents[name]
     timed = time_interleaved(calls, repeats)
-    out = []
-    for name in recipes:
-        cfg, agent_seeds, _ = ase.recipe_config(name, seeds)
-        steps = updates * cfg.steps_per_update * len(agent_seeds)
-        out.append({"recipe": name, "seeds": len(agent_seeds), "updates_per_call": updates, "env_steps_per_call": steps,
-                    **timed[name], "env_steps_per_s": steps / timed[name]["median_s"]})
+    out = [{"recipe": name, "seeds": agents[name], "updates_per_call": updates, "env_steps_per_call": steps[name],
+            **timed[name], "env_steps_per_s": steps[name] / timed[name]["median_s"]} for name in recipes]
     for r in out:
         r["speed_vs_" + recipes[0]] = r["env_steps_per_s"] / out[0]["env_steps_per_s"]
     return out
@@ -199,8 +198,9 @@ def write_speed(rows: list[dict], out_dir: Path) -> str:
     out_dir.mkdir(parents=True, exist_ok=True)
     Path(f"{stem}.json").write_text(json.dumps({"benchmark": NAME + "_speed", "environment": environment(),
                                                 "rows": rows}, indent=1))
-    note = ("Training chunks (compiled ahead, so the first call is not the compile) timed side by side in one process (two warm-up calls, timed calls round-robin); a CPU's "
-            "speeds are for the ratios only. Definitions: benchmarks/agent_ladder.py.")
+    note = ("Training chunks (compiled ahead, so the first call is not the compile) timed side by side in one process "
+            "(two warm-up calls, timed calls round-robin); a CPU's speeds are for the ratios only. Definitions: "
+            "benchmarks/agent_ladder.py.")
     Path(f"{stem}.md").write_text(md + "\n\n" + note + "\n")
     return md
 
