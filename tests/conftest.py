@@ -3,9 +3,24 @@
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# A persistent compilation cache shared by this session and the subprocesses it starts (the CLI and kill/resume
-# tests compile the same trainer again in each new process).
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".cache", "jax"))
+
+# One persistent compilation cache per run, made fresh: the controller (or a lone process) makes an empty folder
+# before any worker starts, and the pytest-xdist workers and the subprocesses the tests start (the CLI and kill/resume
+# runs) inherit it through the environment, so a program one of them compiled the others load. Every run starts cold,
+# as a clean clone does, so no outcome can depend on what an earlier run left behind; the controller removes it at the
+# end. ENVGEN_TEST_CACHE_DIR=path keeps the cache in `path` across runs instead (opt-in, for the edit-test loop).
+RUN_DIR_VARIABLE = "ENVGEN_TEST_RUN_DIR"  # the run's scratch folder: the cache, and the folders tests share in a run
+_made_run_dir = None
+if "PYTEST_XDIST_WORKER" not in os.environ or RUN_DIR_VARIABLE not in os.environ:
+    import tempfile
+
+    if os.environ.get("ENVGEN_TEST_CACHE_DIR"):
+        _run_dir = os.path.abspath(os.environ["ENVGEN_TEST_CACHE_DIR"])
+        os.makedirs(_run_dir, exist_ok=True)
+    else:
+        _run_dir = _made_run_dir = tempfile.mkdtemp(prefix="envgen-jax-tests-")
+    os.environ[RUN_DIR_VARIABLE] = _run_dir
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(_run_dir, "jax")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 # LLVM at -O1 rather than XLA's default -O3: the Crafter programs compile in about 0.79x the time and run as fast
 # (benchmarks/compile_levels.py, side by side in one process: the tiny PPO chunk, 13.0-15.1 s against 17.5-18.4 s),
@@ -50,6 +65,13 @@ FILE_SECONDS = {
 def pytest_configure(config):
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's --dist loadfile
         config.option.loadscopereorder = False
+
+
+def pytest_unconfigure(config):
+    if _made_run_dir:  # the process that made the run's folder (the controller), after every worker has ended
+        import shutil
+
+        shutil.rmtree(_made_run_dir, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -97,9 +119,11 @@ def tree_equal(a, b) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ compile log
-# ENVGEN_COMPILE_LOG=path.json: per test, the seconds XLA spent compiling, each program with its seconds (and
-# persistent-cache hits), to find the tests whose programs no other test shares. Off by default; with pytest-xdist
-# each worker writes path.<worker>.json.
+# ENVGEN_COMPILE_LOG=path.json: per test, the seconds XLA spent compiling (persistent-cache loads included), each
+# program as [name, seconds, persistent-cache key, "hit" or "miss"] (the key hashes the lowered module, the compile
+# options and the XLA flags: the same key twice is the same program compiled or loaded again), the cache hits, and
+# the seconds spent tracing and lowering to MLIR. Off by default; with pytest-xdist each worker writes
+# path.<worker>.json. benchmarks/test_suite.py reads these beside the junit xml.
 _COMPILE_LOG = os.environ.get("ENVGEN_COMPILE_LOG")
 if _COMPILE_LOG:
     import json
@@ -108,26 +132,46 @@ if _COMPILE_LOG:
 
     _compiles: dict = {}
     _current = ["(collection)"]
-    _pattern = re.compile(r"Finished XLA compilation of (.*) in ([0-9.e+-]+) sec")
+    _finished = re.compile(r"Finished (XLA compilation of|tracing|jaxpr to MLIR module conversion) (.*?) "
+                           r"(?:for jit )?in ([0-9.e+-]+) sec")
+    _cache_lookup = re.compile(r"(Persistent compilation cache hit|PERSISTENT COMPILATION CACHE MISS) for '(.*)' "
+                               r"with key '(.*)'")
+    _pending_key: dict = {}  # thread -> (key, "hit" | "miss"): the lookup is logged inside the compile it belongs to
 
     class _CompileHandler(logging.Handler):
         def emit(self, record):
-            entry = _compiles.setdefault(_current[0], {"seconds": 0.0, "programs": [], "cache_hits": 0})
+            entry = _compiles.setdefault(_current[0], {"seconds": 0.0, "programs": [], "cache_hits": 0,
+                                                       "trace_seconds": 0.0, "lower_seconds": 0.0})
             message = record.getMessage()
-            found = _pattern.search(message)
-            if found:
-                seconds = float(found.group(2))
+            lookup = _cache_lookup.search(message)
+            if lookup:
+                hit = lookup.group(1).startswith("Persistent")
+                _pending_key[record.thread] = (lookup.group(3), "hit" if hit else "miss")
+                entry["cache_hits"] += hit
+                return
+            found = _finished.search(message)
+            if not found:
+                return
+            kind, name, seconds = found.group(1), found.group(2), float(found.group(3))
+            if kind == "tracing":
+                entry["trace_seconds"] += seconds
+            elif kind.startswith("jaxpr"):
+                entry["lower_seconds"] += seconds
+            else:
+                key, status = _pending_key.pop(record.thread, (None, None))
                 entry["seconds"] += seconds
-                entry["programs"].append([found.group(1), round(seconds, 2)])
-            elif "cache hit" in message.lower():
-                entry["cache_hits"] += 1
+                entry["programs"].append([name, round(seconds, 2), key, status])
 
-    jax.config.update("jax_log_compiles", True)  # compile and cache-hit messages at WARNING, under logger "jax"
+    jax.config.update("jax_log_compiles", True)  # compile, trace and cache-hit messages at WARNING, logger "jax"
     logging.getLogger("jax").addHandler(_CompileHandler())
+    # A miss and its key are logged at DEBUG: let that one logger's DEBUG records through (to this handler).
+    logging.getLogger("jax._src.compiler").setLevel(logging.DEBUG)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):
         _current[0] = item.nodeid
+        _compiles.setdefault(item.nodeid, {"seconds": 0.0, "programs": [], "cache_hits": 0, "trace_seconds": 0.0,
+                                           "lower_seconds": 0.0})  # every test, so the log says which worker ran it
         yield
 
     def pytest_sessionfinish(session):

@@ -1,0 +1,225 @@
+"""Where the test suite's time goes: one whole run's junit xml and its per-worker compile logs (tests/conftest.py,
+ENVGEN_COMPILE_LOG) turned into seconds per file (compile and the rest), the programs compiled and how many of them
+were the same program compiled again, and the slowest tests with what each checks that no cheaper test does.
+
+A run to read (the whole suite, as `make test` runs it, with the log and the xml on):
+
+    date +%s > suite.start
+    ENVGEN_COMPILE_LOG=$PWD/suite_compiles.json JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE \\
+        .venv/bin/python -m pytest -q tests -n 2 --dist loadfile --durations=0 --junitxml=suite_junit.xml | tee suite.log
+    date +%s > suite.end
+    .venv/bin/python benchmarks/test_suite.py --label after --junit suite_junit.xml --compile-logs suite_compiles.gw*.json \\
+        --start suite.start --end suite.end --log suite.log --checkout . --conditions "2 idle cores, clean clone"
+
+Each --label is a block of benchmarks/results/test_suite_cpu.json (the other blocks are kept), so the "before" and
+"after" runs sit side by side. Compile seconds are the workers' own (XLA compiles and persistent-cache loads, as
+JAX logs them); the programs the CLI tests' subprocesses compile are in their tests' other seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import RESULTS, environment, load_json, write_text_atomic  # noqa: E402
+from envgen_jax.run.provenance import git_commit  # noqa: E402
+
+OUT = RESULTS / "test_suite_cpu.json"
+# A program compiled under this many seconds is left out of the "compiled again" list (it is still counted).
+LISTED_SECONDS = 1.0
+
+# What each of the suite's costliest tests checks that no cheaper test checks (read from the tests, 932974f). The
+# report pairs these with the measured slowest ten; a test not described here is listed with "checks": null.
+CHECKS = {
+    "tests/test_benchmarks.py::test_tiny_run_covers_every_part":
+        "benchmarks/run_all.py --cpu-tiny in a subprocess: every benchmark part (env speed, training, e2e) runs "
+        "and writes its result file with the environment record; the only test of run_all's whole pipeline",
+    "tests/test_loop.py::test_run_directory_has_every_output":
+        "builds the module's envgen_run (the whole EnvGen loop on smoke.yaml's tiny shapes with a scripted LLM: "
+        "2 cycles, feedback, pictures, TensorBoard) and checks every output file, the step counts and metrics rows; "
+        "the fixture's cost lands here, the other loop tests reuse it",
+    "tests/test_loop.py::test_kill_9_anywhere_then_resume_gives_the_same_report":
+        "the CLI in subprocesses: a whole run, then a run killed with SIGKILL mid-training and again mid-LLM-request, "
+        "resumed to the byte-same report and metrics; the only kill -9 test through the real CLI",
+    "tests/test_loop.py::test_heist_runs_through_the_same_loop":
+        "the loop on Heist (another game, its own programs): outputs, achievements, easy mode, config round trip",
+    "tests/test_loop.py::test_per_seed_designers_and_mixed_slots":
+        "feedback=per_seed with mixed slots: one designer per seed, each seed's rows from its own designs",
+    "tests/test_loop.py::test_a_sweep_section_trains_every_combination_in_one_run":
+        "a sweep: section: 8 agents with their own traced learning rates in one vmapped run, reported per "
+        "combination, restored hyperparameters; bad sweep values named",
+    "tests/test_loop.py::test_scripted_runs_through_the_loop_on_its_own_feedback":
+        "method=scripted through the loop: cycle 2 targets cycle 1's weakest achievements",
+    "tests/test_loop.py::test_smoke_config_with_the_offline_llm":
+        "configs/smoke.yaml as a user runs it through the CLI, with the real offline LLM (SmolLM2 via llama.cpp) "
+        "making the designs",
+    "tests/test_llm_local.py::test_smollm2_designs_through_the_designer":
+        "real generations from the offline SmolLM2 model through the designer",
+    "tests/test_compile.py::test_a_second_run_compiles_nothing":
+        "two CLI runs in fresh processes: the first compiles exactly init, chunk and evaluation, the second "
+        "loads all three from the persistent cache",
+}
+
+
+def _load_junit(path: Path) -> list[dict]:
+    """One row per test case: nodeid (as pytest names it), file, seconds, outcome."""
+    rows = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        parts = classname.split(".")
+        # "tests.test_loop" or "tests.test_agent.TestX": the module is the longest prefix named test_*.
+        cut = max((i for i, p in enumerate(parts) if p.startswith("test_")), default=len(parts) - 1) + 1
+        file = "/".join(parts[:cut]) + ".py"
+        nodeid = "::".join([file, *parts[cut:], name])
+        outcome = "passed"
+        for tag in ("failure", "error", "skipped"):
+            if case.find(tag) is not None:
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[tag]
+        rows.append({"nodeid": nodeid, "file": file, "seconds": float(case.get("time", 0.0)), "outcome": outcome})
+    return rows
+
+
+def _load_compile_logs(paths: list[Path]) -> dict[str, dict]:
+    """nodeid -> {worker, seconds, programs, cache_hits, ...}; a worker is named by its log file (x.gw0.json)."""
+    merged = {}
+    for path in paths:
+        worker = re.search(r"\.(gw\d+)\.json$", path.name)
+        for nodeid, entry in json.loads(path.read_text()).items():
+            merged[f"{nodeid}@{worker.group(1)}" if nodeid == "(collection)" and worker else nodeid] = {
+                "worker": worker.group(1) if worker else "main", **entry}
+    return merged
+
+
+def _program_identity(program: list, keyed: bool) -> str:
+    """The persistent-cache key where the log recorded one (the lowered module, options and flags hashed), else the
+    name alone (an upper bound on repeats: one name can be many programs)."""
+    return program[2] if keyed and len(program) > 2 and program[2] else program[0]
+
+
+def _programs(logs: dict[str, dict]) -> dict:
+    keyed = any(len(p) > 2 and p[2] for e in logs.values() for p in e["programs"])
+    seen = collections.defaultdict(list)  # identity -> [(file, worker, seconds, status)]
+    for nodeid, entry in logs.items():
+        file = nodeid.split("::")[0]
+        for program in entry["programs"]:
+            status = program[3] if len(program) > 3 else None
+            seen[_program_identity(program, keyed)].append((file, entry["worker"], program[1], status, program[0]))
+    compiled = [(ident, [o for o in uses if o[3] != "hit"]) for ident, uses in seen.items()]
+    again = sorted(((ident, uses) for ident, uses in compiled if len(uses) > 1),
+                   key=lambda x: -sum(o[2] for o in x[1][1:]))
+    hits = sum(o[3] == "hit" for uses in seen.values() for o in uses)
+    return {
+        "identity": ("persistent-cache key (the lowered module, compile options and XLA flags hashed)" if keyed else
+                     "program name only (this log recorded no cache keys): 'compiled again' is an upper bound, "
+                     "and persistent-cache loads are counted with the compiles"),
+        "programs_compiled": sum(len(uses) for _, uses in compiled),
+        "distinct_programs": sum(1 for _, uses in compiled if uses),
+        "loaded_from_persistent_cache": hits,
+        "compile_seconds": round(sum(o[2] for _, uses in compiled for o in uses), 1),
+        "compiled_again": sum(len(uses) - 1 for _, uses in again),
+        "compiled_again_seconds": round(sum(o[2] for _, uses in again for o in uses[1:]), 1),
+        "compiled_again_in_another_file": sum(len({o[0] for o in uses}) > 1 for _, uses in again),
+        "compiled_again_in_both_workers": sum(len({o[1] for o in uses}) > 1 for _, uses in again),
+        f"compiled_again_over_{LISTED_SECONDS:g}s": [
+            {"name": uses[0][4], "key": ident if keyed else None, "times": len(uses),
+             "seconds": [o[2] for o in uses], "files": sorted({o[0] for o in uses}),
+             "workers": sorted({o[1] for o in uses})}
+            for ident, uses in again if max(o[2] for o in uses) >= LISTED_SECONDS],
+    }
+
+
+def summarize(junit: Path, compile_logs: list[Path], start: float | None, end: float | None,
+              log_text: str | None) -> dict:
+    tests = _load_junit(junit)
+    logs = _load_compile_logs(compile_logs)
+    by_file = collections.defaultdict(lambda: {"tests": 0, "seconds": 0.0, "compile_seconds": 0.0,
+                                               "trace_seconds": 0.0, "lower_seconds": 0.0, "workers": set()})
+    for t in tests:
+        row = by_file[t["file"]]
+        row["tests"] += 1
+        row["seconds"] += t["seconds"]
+    for nodeid, entry in logs.items():
+        file = nodeid.split("::")[0].split("@")[0]
+        if file not in by_file:
+            continue  # "(collection)": before any test
+        row = by_file[file]
+        row["compile_seconds"] += entry["seconds"]
+        row["trace_seconds"] += entry.get("trace_seconds", 0.0)
+        row["lower_seconds"] += entry.get("lower_seconds", 0.0)
+        row["workers"].add(entry["worker"])
+    files = [{"file": f, "tests": r["tests"], "seconds": round(r["seconds"], 1),
+              "compile_seconds": round(r["compile_seconds"], 1),
+              "other_seconds": round(r["seconds"] - r["compile_seconds"], 1),
+              "trace_and_lower_seconds": round(r["trace_seconds"] + r["lower_seconds"], 1),
+              "worker": ",".join(sorted(r["workers"])) or None}
+             for f, r in sorted(by_file.items(), key=lambda x: -x[1]["seconds"])]
+    slowest = sorted(tests, key=lambda t: -t["seconds"])[:10]
+    outcomes = collections.Counter(t["outcome"] for t in tests)
+    worker_seconds = collections.Counter()
+    for f in files:
+        if f["worker"] and "," not in f["worker"]:
+            worker_seconds[f["worker"]] += f["seconds"]
+    summary_line = None
+    if log_text:
+        lines = [line for line in log_text.splitlines() if re.search(r"\d+ passed", line)]
+        summary_line = lines[-1].strip("= ") if lines else None
+    total = sum(t["seconds"] for t in tests)
+    return {
+        "wall_seconds": round(end - start, 1) if start and end else None,
+        "pytest_summary": summary_line,
+        "tests": len(tests), "outcomes": dict(outcomes),
+        "worker_seconds": round(total, 1),
+        "seconds_per_worker": {w: round(s, 1) for w, s in sorted(worker_seconds.items())},
+        "compile_seconds_in_workers": round(sum(e["seconds"] for e in logs.values()), 1),
+        "trace_and_lower_seconds_in_workers": round(sum(e.get("trace_seconds", 0.0) + e.get("lower_seconds", 0.0)
+                                                        for e in logs.values()), 1),
+        "programs": _programs(logs),
+        "files": files,
+        "slowest_tests": [{"test": t["nodeid"], "seconds": round(t["seconds"], 1),
+                           "compile_seconds": round(logs.get(t["nodeid"], {}).get("seconds", 0.0), 1),
+                           "checks": CHECKS.get(t["nodeid"])} for t in slowest],
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--label", required=True, help="the block to write, e.g. before or after")
+    parser.add_argument("--junit", type=Path, required=True)
+    parser.add_argument("--compile-logs", type=Path, nargs="*", default=[])
+    parser.add_argument("--start", type=Path, help="a file holding the run's start, epoch seconds")
+    parser.add_argument("--end", type=Path, help="a file holding the run's end, epoch seconds")
+    parser.add_argument("--log", type=Path, help="the run's pytest output (its last line is the summary)")
+    parser.add_argument("--checkout", type=Path, help="the checkout the suite ran in (its commit is recorded)")
+    parser.add_argument("--command", default="make test (pytest -q tests -n 2 --dist loadfile)")
+    parser.add_argument("--conditions", default="", help="the machine's state during the run, in words")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+
+    read_time = (lambda p: float(p.read_text().split()[0]) if p else None)  # noqa: E731
+    block = summarize(args.junit, args.compile_logs, read_time(args.start), read_time(args.end),
+                      args.log.read_text(errors="replace") if args.log else None)
+    code = git_commit(args.checkout.resolve()) if args.checkout else git_commit()
+    block = {"code": {k: code[k] for k in ("commit", "dirty")}, "command": args.command,
+             "conditions": args.conditions, **block}
+    result = load_json(args.out) or {}
+    result.setdefault("benchmark", "test_suite")
+    result["environment"] = environment()  # the machine this file was last written on
+    result[args.label] = block
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(args.out, json.dumps(result, indent=1) + "\n")
+    print(f"{args.label}: {block['pytest_summary']}, wall {block['wall_seconds']} s, {block['tests']} tests, "
+          f"{block['worker_seconds']} worker-seconds, {block['compile_seconds_in_workers']} compiling; "
+          f"programs compiled again: {block['programs']['compiled_again']} "
+          f"({block['programs']['compiled_again_seconds']} s) -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
