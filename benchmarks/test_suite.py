@@ -115,6 +115,17 @@ def _programs(logs: dict[str, dict]) -> dict:
     again = sorted(((ident, uses) for ident, uses in compiled if len(uses) > 1),
                    key=lambda x: -sum(o[2] for o in x[1][1:]))
     hits = sum(o[3] == "hit" for uses in seen.values() for o in uses)
+    listed = [{"name": uses[0][4], "key": ident if keyed else None, "times": len(uses),
+               "seconds": [o[2] for o in uses], "files": sorted({o[0] for o in uses}),
+               "workers": sorted({o[1] for o in uses})}
+              for ident, uses in again if max(o[2] for o in uses) >= LISTED_SECONDS]
+    if not keyed:  # a name is not a program (a jit of one function at two shapes is two): no count of repeats
+        return {"identity": "program name only: this log recorded no cache keys, so which compiles were the same "
+                            "program again is not known, and persistent-cache loads are counted with the compiles",
+                "programs_compiled": sum(len(uses) for _, uses in compiled),
+                "distinct_names": len(seen),
+                "compile_seconds": round(sum(o[2] for _, uses in compiled for o in uses), 1),
+                f"names_compiled_more_than_once_over_{LISTED_SECONDS:g}s": listed}
     return {
         "identity": ("persistent-cache key (the lowered module, compile options and XLA flags hashed)" if keyed else
                      "program name only (this log recorded no cache keys): 'compiled again' is an upper bound, "
@@ -127,18 +138,18 @@ def _programs(logs: dict[str, dict]) -> dict:
         "compiled_again_seconds": round(sum(o[2] for _, uses in again for o in uses[1:]), 1),
         "compiled_again_in_another_file": sum(len({o[0] for o in uses}) > 1 for _, uses in again),
         "compiled_again_in_both_workers": sum(len({o[1] for o in uses}) > 1 for _, uses in again),
-        f"compiled_again_over_{LISTED_SECONDS:g}s": [
-            {"name": uses[0][4], "key": ident if keyed else None, "times": len(uses),
-             "seconds": [o[2] for o in uses], "files": sorted({o[0] for o in uses}),
-             "workers": sorted({o[1] for o in uses})}
-            for ident, uses in again if max(o[2] for o in uses) >= LISTED_SECONDS],
+        f"compiled_again_over_{LISTED_SECONDS:g}s": listed,
     }
 
 
-def summarize(junit: Path, compile_logs: list[Path], start: float | None, end: float | None,
+def summarize(junit: Path | None, compile_logs: list[Path], start: float | None, end: float | None,
               log_text: str | None) -> dict:
-    tests = _load_junit(junit)
     logs = _load_compile_logs(compile_logs)
+    if junit is not None:
+        tests = _load_junit(junit)
+    else:  # a run cut short writes no xml: its tests are those the compile logs name, their seconds unknown
+        tests = [{"nodeid": n, "file": n.split("::")[0], "seconds": 0.0, "outcome": "unknown"}
+                 for n in logs if "::" in n]
     by_file = collections.defaultdict(lambda: {"tests": 0, "seconds": 0.0, "compile_seconds": 0.0,
                                                "trace_seconds": 0.0, "lower_seconds": 0.0, "workers": set()})
     for t in tests:
@@ -154,17 +165,19 @@ def summarize(junit: Path, compile_logs: list[Path], start: float | None, end: f
         row["trace_seconds"] += entry.get("trace_seconds", 0.0)
         row["lower_seconds"] += entry.get("lower_seconds", 0.0)
         row["workers"].add(entry["worker"])
-    files = [{"file": f, "tests": r["tests"], "seconds": round(r["seconds"], 1),
+    timed = junit is not None
+    files = [{"file": f, "tests": r["tests"], "seconds": round(r["seconds"], 1) if timed else None,
               "compile_seconds": round(r["compile_seconds"], 1),
-              "other_seconds": round(r["seconds"] - r["compile_seconds"], 1),
+              "other_seconds": round(r["seconds"] - r["compile_seconds"], 1) if timed else None,
               "trace_and_lower_seconds": round(r["trace_seconds"] + r["lower_seconds"], 1),
               "worker": ",".join(sorted(r["workers"])) or None}
-             for f, r in sorted(by_file.items(), key=lambda x: -x[1]["seconds"])]
-    slowest = sorted(tests, key=lambda t: -t["seconds"])[:10]
+             for f, r in sorted(by_file.items(), key=lambda x: -(x[1]["seconds"] or x[1]["compile_seconds"]))]
+    # The slowest by their seconds; without an xml, by their compile seconds.
+    slowest = sorted(tests, key=lambda t: -(t["seconds"] or logs.get(t["nodeid"], {}).get("seconds", 0.0)))[:10]
     outcomes = collections.Counter(t["outcome"] for t in tests)
     worker_seconds = collections.Counter()
     for f in files:
-        if f["worker"] and "," not in f["worker"]:
+        if timed and f["worker"] and "," not in f["worker"]:
             worker_seconds[f["worker"]] += f["seconds"]
     summary_line = None
     if log_text:
@@ -173,16 +186,18 @@ def summarize(junit: Path, compile_logs: list[Path], start: float | None, end: f
     total = sum(t["seconds"] for t in tests)
     return {
         "wall_seconds": round(end - start, 1) if start and end else None,
+        "test_summary": (f"{sum(f['seconds'] for f in files):.0f} worker-seconds in {len(tests)} tests" if timed
+                         else f"{len(tests)} tests named by the compile logs (no xml: their seconds unknown)"),
         "pytest_summary": summary_line,
         "tests": len(tests), "outcomes": dict(outcomes),
-        "worker_seconds": round(total, 1),
+        "worker_seconds": round(total, 1) if timed else None,
         "seconds_per_worker": {w: round(s, 1) for w, s in sorted(worker_seconds.items())},
         "compile_seconds_in_workers": round(sum(e["seconds"] for e in logs.values()), 1),
         "trace_and_lower_seconds_in_workers": round(sum(e.get("trace_seconds", 0.0) + e.get("lower_seconds", 0.0)
                                                         for e in logs.values()), 1),
         "programs": _programs(logs),
         "files": files,
-        "slowest_tests": [{"test": t["nodeid"], "seconds": round(t["seconds"], 1),
+        "slowest_tests": [{"test": t["nodeid"], "seconds": round(t["seconds"], 1) if timed else None,
                            "compile_seconds": round(logs.get(t["nodeid"], {}).get("seconds", 0.0), 1),
                            "checks": CHECKS.get(t["nodeid"])} for t in slowest],
     }
@@ -191,7 +206,8 @@ def summarize(junit: Path, compile_logs: list[Path], start: float | None, end: f
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--label", required=True, help="the block to write, e.g. before or after")
-    parser.add_argument("--junit", type=Path, required=True)
+    parser.add_argument("--junit", type=Path, help="the run's junit xml (pytest --junitxml); without it, the "
+                        "compile logs alone (a run cut short)")
     parser.add_argument("--compile-logs", type=Path, nargs="*", default=[])
     parser.add_argument("--start", type=Path, help="a file holding the run's start, epoch seconds")
     parser.add_argument("--end", type=Path, help="a file holding the run's end, epoch seconds")
@@ -199,25 +215,37 @@ def main(argv=None) -> int:
     parser.add_argument("--checkout", type=Path, help="the checkout the suite ran in (its commit is recorded)")
     parser.add_argument("--command", default="make test (pytest -q tests -n 2 --dist loadfile)")
     parser.add_argument("--conditions", default="", help="the machine's state during the run, in words")
+    parser.add_argument("--note", action="append", default=[], help="a line kept with the block (repeatable)")
+    parser.add_argument("--earlier-file-seconds", type=json.loads, metavar="JSON",
+                        help="seconds per file of an earlier whole run, kept with the block as they are given")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--file-seconds", metavar="LABEL",
+                        help="print a block's seconds per file as tests/conftest.py's FILE_SECONDS, and stop")
     args = parser.parse_args(argv)
+    if args.file_seconds:
+        files = (load_json(args.out) or {})[args.file_seconds]["files"]
+        print({Path(f["file"]).stem: round(f["seconds"]) for f in files if f["seconds"] >= 10})
+        return 0
+    if not args.compile_logs and args.junit is None:
+        parser.error("give --junit, --compile-logs or both")
 
     read_time = (lambda p: float(p.read_text().split()[0]) if p else None)  # noqa: E731
     block = summarize(args.junit, args.compile_logs, read_time(args.start), read_time(args.end),
                       args.log.read_text(errors="replace") if args.log else None)
     code = git_commit(args.checkout.resolve()) if args.checkout else git_commit()
     block = {"code": {k: code[k] for k in ("commit", "dirty")}, "command": args.command,
-             "conditions": args.conditions, **block}
+             "conditions": args.conditions, "notes": args.note, **block}
+    if args.earlier_file_seconds:
+        block["earlier_file_seconds"] = args.earlier_file_seconds
     result = load_json(args.out) or {}
     result.setdefault("benchmark", "test_suite")
     result["environment"] = environment()  # the machine this file was last written on
     result[args.label] = block
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(args.out, json.dumps(result, indent=1) + "\n")
-    print(f"{args.label}: {block['pytest_summary']}, wall {block['wall_seconds']} s, {block['tests']} tests, "
-          f"{block['worker_seconds']} worker-seconds, {block['compile_seconds_in_workers']} compiling; "
-          f"programs compiled again: {block['programs']['compiled_again']} "
-          f"({block['programs']['compiled_again_seconds']} s) -> {args.out}")
+    print(f"{args.label}: {block['pytest_summary']}, wall {block['wall_seconds']} s, {block['test_summary']}, "
+          f"{block['compile_seconds_in_workers']} s compiling; programs compiled again: "
+          f"{block['programs'].get('compiled_again', 'unknown (no keys)')} -> {args.out}")
     return 0
 
 

@@ -21,7 +21,9 @@ if "PYTEST_XDIST_WORKER" not in os.environ or RUN_DIR_VARIABLE not in os.environ
         _run_dir = _made_run_dir = tempfile.mkdtemp(prefix="envgen-jax-tests-")
     os.environ[RUN_DIR_VARIABLE] = _run_dir
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(_run_dir, "jax")
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+# Every program is written, however fast it compiled: each test file traces from cleared caches (below), so the small
+# helpers (conversions, broadcasts, PRNG splits) a file compiled would otherwise be compiled again in every file.
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # LLVM at -O1 rather than XLA's default -O3: the Crafter programs compile in about 0.79x the time and run as fast
 # (benchmarks/compile_levels.py, side by side in one process: the tiny PPO chunk, 13.0-15.1 s against 17.5-18.4 s),
 # with the same results (the golden runs pass); the whole suite took 14 min 59 s against 17 min 18 s at the default.
@@ -35,6 +37,47 @@ import pytest  # noqa: E402
 
 from envgen_jax.envs.crafter import CrafterEnv  # noqa: E402
 
+
+def _compile_once_across_processes() -> None:
+    """A program both workers need at the same time is compiled by one of them: the compile of a persistent-cache key
+    holds a lock named by that key in the run's folder, and a process that waited on it reads the entry the other
+    wrote instead of compiling it again. (JAX's own cache only looks before compiling, so two workers that start the
+    same program together both compile it.) Wraps a private function of JAX's; where it is not there as expected,
+    the suite runs as before, each worker compiling what it has not found."""
+    import fcntl
+    import inspect
+
+    from jax._src import compiler
+
+    compile_and_write = getattr(compiler, "_compile_and_write_cache", None)
+    cache_read = getattr(compiler, "_cache_read", None)
+    if compile_and_write is None or cache_read is None:
+        return
+    expected = ["backend", "computation", "executable_devices", "compile_options", "host_callbacks", "module_name",
+                "cache_key"]
+    if list(inspect.signature(compile_and_write).parameters) != expected:
+        return
+    read_takes_callbacks = "host_callbacks" in inspect.signature(cache_read).parameters  # jax 0.11
+    locks = os.path.join(os.environ[RUN_DIR_VARIABLE], "compile_locks")
+    os.makedirs(locks, exist_ok=True)
+
+    def compile_and_write_once(backend, computation, executable_devices, compile_options, host_callbacks,
+                               module_name, cache_key):
+        with open(os.path.join(locks, cache_key), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
+            callbacks = (host_callbacks,) if read_takes_callbacks else ()
+            executable, _ = cache_read(module_name, cache_key, compile_options, backend, executable_devices,
+                                       *callbacks)
+            if executable is not None:  # written by the process this one waited for
+                compiler.log_persistent_cache_hit(module_name, cache_key)
+                return executable
+            return compile_and_write(backend, computation, executable_devices, compile_options, host_callbacks,
+                                     module_name, cache_key)
+
+    compiler._compile_and_write_cache = compile_and_write_once
+
+
+_compile_once_across_processes()
 
 _traced_module = [None]
 
@@ -62,7 +105,31 @@ FILE_SECONDS = {
 }
 
 
+# `make check` (pytest -m check): the tests a change most often breaks, for the edit-test loop; a few minutes from a
+# clean clone, where the whole suite (`make test`, which CI runs) takes many. Marked here, by node id prefix, so the
+# test files stay as they are: config and CLI errors, the run plan, the LLM reply parser, the code's shape, Crafter's
+# parity with craftax over a few steps, and the PPO update on a probe environment.
+QUICK_CHECK = (
+    "tests/test_code_shape.py",
+    "tests/test_crafter_config.py",
+    "tests/test_heist_config.py",
+    "tests/test_cli.py",
+    "tests/test_plan.py",
+    "tests/test_llm_reply.py",
+    "tests/test_loop.py::test_plans_of_every_method",
+    "tests/test_loop.py::test_bad_run_config_and_overrides_are_clear",
+    "tests/test_loop.py::test_train_cli_rejects_bad_input",
+    "tests/test_loop.py::test_every_bundled_run_config_loads_and_plans",
+    "tests/test_loop.py::test_configs_extend_a_base_section_by_section",
+    "tests/test_crafter_env.py::test_original_config_matches_craftax_step_for_step[0]",
+    "tests/test_ppo.py::test_gae_scan_matches_python_loop",
+    "tests/test_ppo.py::test_constant_reward_value",
+    "tests/test_ppo.py::test_config_validation",
+)
+
+
 def pytest_configure(config):
+    config.addinivalue_line("markers", "check: in `make check`, the quick check (tests/conftest.py, QUICK_CHECK)")
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's --dist loadfile
         config.option.loadscopereorder = False
 
@@ -75,7 +142,10 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The slowest files first, each file's tests in their own order."""
+    """The slowest files first, each file's tests in their own order; the quick check's tests marked."""
+    for item in items:
+        if item.nodeid.startswith(QUICK_CHECK):
+            item.add_marker(pytest.mark.check)
     items.sort(key=lambda item: -FILE_SECONDS.get(item.path.stem, 0))
 
 

@@ -151,9 +151,9 @@ def _compile_of(out: Path) -> dict:
 
 @pytest.mark.slow
 def test_a_second_run_compiles_nothing(tmp_path):
-    # The project's folder kept under the suite's .cache (as conftest keeps its own): a later session's first run
-    # is warm too; whatever the first run compiled or loaded, the second loads every program.
-    cache_home = ROOT / ".cache" / "xdg"
+    # The project's folder inside this run's scratch folder (tests/conftest.py): cold in every run of the suite, as
+    # in a clean clone; whatever the first run compiled, the second loads every program.
+    cache_home = Path(os.environ["ENVGEN_TEST_RUN_DIR"]) / "xdg"
     folder = cache_home / "envgen_jax" / "xla"
     first_run = _train(tmp_path / "first", cache_home)
     assert first_run.returncode == 0, first_run.stderr[-3000:]
