@@ -38,33 +38,63 @@ LISTED_SECONDS = 1.0
 # What each of the suite's costliest tests checks that no cheaper test checks (read from the tests, 932974f). The
 # report pairs these with the measured slowest ten; a test not described here is listed with "checks": null.
 CHECKS = {
-    "tests/test_benchmarks.py::test_tiny_run_covers_every_part":
-        "benchmarks/run_all.py --cpu-tiny in a subprocess: every benchmark part (env speed, training, e2e) runs "
-        "and writes its result file with the environment record; the only test of run_all's whole pipeline",
     "tests/test_loop.py::test_run_directory_has_every_output":
-        "builds the module's envgen_run (the whole EnvGen loop on smoke.yaml's tiny shapes with a scripted LLM: "
-        "2 cycles, feedback, pictures, TensorBoard) and checks every output file, the step counts and metrics rows; "
-        "the fixture's cost lands here, the other loop tests reuse it",
+        "carries the module's envgen_run: the whole EnvGen loop in process on smoke.yaml at the golden runs' tiny "
+        "shapes, a scripted LLM, pictures and TensorBoard on; every output file, the step counts, the metrics rows "
+        "(the loop's other tests read the same run)",
     "tests/test_loop.py::test_kill_9_anywhere_then_resume_gives_the_same_report":
-        "the CLI in subprocesses: a whole run, then a run killed with SIGKILL mid-training and again mid-LLM-request, "
-        "resumed to the byte-same report and metrics; the only kill -9 test through the real CLI",
+        "the CLI in subprocesses against a stand-in OpenAI server: a whole run, then one killed with SIGKILL "
+        "mid-training and again mid-LLM-request, resumed to the same report and metrics; the only kill -9 test "
+        "through the real command",
     "tests/test_loop.py::test_heist_runs_through_the_same_loop":
-        "the loop on Heist (another game, its own programs): outputs, achievements, easy mode, config round trip",
+        "the loop on Procgen Heist (another game, its own programs): outputs, achievements, easy mode, the written "
+        "config read back",
     "tests/test_loop.py::test_per_seed_designers_and_mixed_slots":
-        "feedback=per_seed with mixed slots: one designer per seed, each seed's rows from its own designs",
+        "feedback=per_seed with mixing=mixed: one designer per seed, each seed training on its own designer's rows "
+        "beside the original game's (its own chunk shapes: two designers' rows)",
     "tests/test_loop.py::test_a_sweep_section_trains_every_combination_in_one_run":
-        "a sweep: section: 8 agents with their own traced learning rates in one vmapped run, reported per "
-        "combination, restored hyperparameters; bad sweep values named",
+        "a sweep: section: 8 agents with their own traced learning rates and entropy coefficients in one vmapped "
+        "run, reported per combination, restored from the checkpoint; bad sweep values named",
     "tests/test_loop.py::test_scripted_runs_through_the_loop_on_its_own_feedback":
-        "method=scripted through the loop: cycle 2 targets cycle 1's weakest achievements",
+        "method=scripted through the loop: cycle 2 targets cycle 1's weakest achievements (where a worker runs it "
+        "first, it compiles the tiny run's programs the later runs reuse)",
     "tests/test_loop.py::test_smoke_config_with_the_offline_llm":
-        "configs/smoke.yaml as a user runs it through the CLI, with the real offline LLM (SmolLM2 via llama.cpp) "
-        "making the designs",
-    "tests/test_llm_local.py::test_smollm2_designs_through_the_designer":
-        "real generations from the offline SmolLM2 model through the designer",
+        "configs/smoke.yaml as a user runs it, through the CLI at its own shapes, with the real offline LLM "
+        "(SmolLM2 through llama.cpp's server) writing both designs",
+    "tests/test_ued.py::test_sfl_run_selects_and_records":
+        "carries the module's SFL run (the learnability evaluator, the pool's reset and the sampled-row chunk): "
+        "selections at the phase start and after refresh_updates, the kept rows the most learnable, top levels "
+        "written",
+    "tests/test_ued.py::test_plr_run_records_its_buffer":
+        "carries the module's PLR run (the level sampler inside the chunk): buffer metrics per chunk, one chunk "
+        "program for every phase, the top levels written",
+    "tests/test_ued.py::test_envgen_sfl_picks_from_the_pool_and_tells_the_llm":
+        "envgen_sfl against its golden: the LLM's pool filtered by learnability, training only in the chosen rows, "
+        "each environment's learnability in the next prompt",
+    "tests/test_benchmarks.py::test_run_all_envs_part":
+        "carries the module's benchmarks/run_all.py --cpu-tiny subprocess (every part: env speed against craftax, "
+        "training, e2e) and checks the envs part; the only test of the benchmarks' whole pipeline",
+    "tests/test_benchmarks.py::test_a_killed_e2e_benchmark_keeps_its_rows":
+        "run_all's e2e part killed with SIGKILL in its second row: the first row is whole and the second saved as "
+        "unfinished with its time so far",
+    "tests/test_llm_local.py::test_default_offline_designer_generates_through_the_cli":
+        "envgen-jax llm generate with no endpoint: the default 1.5B offline model makes one real design",
+    "tests/test_llm_local.py::test_small_model_serves_valid_configs_and_reuses_its_prompt_cache":
+        "SmolLM2 through llama.cpp's server: a valid design with structured output, a feedback turn that reuses "
+        "the prompt cache, the server stopped after",
     "tests/test_compile.py::test_a_second_run_compiles_nothing":
-        "two CLI runs in fresh processes: the first compiles exactly init, chunk and evaluation, the second "
-        "loads all three from the persistent cache",
+        "two CLI runs in fresh processes with the project's own cache folder: the run compiles exactly init, "
+        "chunk and evaluation, and the second run loads all three",
+    "tests/test_crafter_pixels.py::test_conv_agent_trains_on_pixels":
+        "carries the module's conv_runs: the pixel conv agent trained in each execution mode (vmap, map, dense, "
+        "dense with seed 1), the only training on pixels; checks the vmapped run trains",
+    "tests/test_trainer_crafter.py::test_ppo_learns_over_random_policy":
+        "PPO on Crafter learns: 61k steps, the trained policy beats a random one on return and score (the only "
+        "learning check on the real game)",
+    "tests/test_sharding.py::test_two_forced_devices_match_one[2]":
+        "a chunk sharded over two forced CPU devices (split by seed) gives one device's results",
+    "tests/test_sharding.py::test_two_forced_devices_match_one[1]":
+        "a chunk sharded over two forced CPU devices (split by env slot) gives one device's results",
 }
 
 

@@ -77,7 +77,8 @@ def _compile_once_across_processes() -> None:
     compiler._compile_and_write_cache = compile_and_write_once
 
 
-_compile_once_across_processes()
+if os.environ.get("ENVGEN_TEST_COMPILE_LOCK", "1") != "0":  # 0: each worker compiles on its own (to measure this)
+    _compile_once_across_processes()
 
 _traced_module = [None]
 
@@ -94,7 +95,8 @@ def pytest_runtest_setup(item):
         jax.clear_caches()
 
 
-# Seconds per test file in a full run (2026-11-27, two workers on 2 cores; files not named take under 10 s). The
+# Seconds per test file in a full run (2026-11-27, two workers on 2 cores; files not named take under 10 s; a newer
+# run's: `benchmarks/test_suite.py --file-seconds after` prints them from test_suite_cpu.json). The
 # slowest files start first and pytest-xdist's own reordering (by test count) is off, so the two workers end
 # together: the suite's wall came 9-11 s above half its worker-seconds in three runs, against 44 s before.
 FILE_SECONDS = {
