@@ -12,8 +12,10 @@ A run to read (the whole suite, as `make test` runs it, with the log and the xml
         --start suite.start --end suite.end --log suite.log --checkout . --conditions "2 idle cores, clean clone"
 
 Each --label is a block of benchmarks/results/test_suite_cpu.json (the other blocks are kept), so the "before" and
-"after" runs sit side by side. Compile seconds are the workers' own (XLA compiles and persistent-cache loads, as
-JAX logs them); the programs the CLI tests' subprocesses compile are in their tests' other seconds.
+"after" runs sit side by side. Per file: its tests' seconds (the xml's), the XLA compiles' seconds (summed over
+threads: the trainer compiles in background threads, so the sum can exceed the wall), the persistent-cache loads'
+(a wait for another worker's compile of the same program included), the seconds during which some compile of the
+file ran, and the rest. The programs the CLI tests' subprocesses compile are in their tests' other seconds.
 """
 
 from __future__ import annotations
@@ -127,6 +129,17 @@ def _load_compile_logs(paths: list[Path]) -> dict[str, dict]:
     return merged
 
 
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """The seconds covered by the union of (start, end) spans: compiles in background threads overlap each other
+    and the test's own work, so their summed seconds can exceed the test's."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
 def _program_identity(program: list, keyed: bool) -> str:
     """The persistent-cache key where the log recorded one (the lowered module, options and flags hashed), else the
     name alone (an upper bound on repeats: one name can be many programs)."""
@@ -181,7 +194,8 @@ def summarize(junit: Path | None, compile_logs: list[Path], start: float | None,
         tests = [{"nodeid": n, "file": n.split("::")[0], "seconds": 0.0, "outcome": "unknown"}
                  for n in logs if "::" in n]
     by_file = collections.defaultdict(lambda: {"tests": 0, "seconds": 0.0, "compile_seconds": 0.0,
-                                               "trace_seconds": 0.0, "lower_seconds": 0.0, "workers": set()})
+                                               "load_seconds": 0.0, "spans": [], "trace_seconds": 0.0,
+                                               "lower_seconds": 0.0, "workers": set()})
     for t in tests:
         row = by_file[t["file"]]
         row["tests"] += 1
@@ -191,14 +205,20 @@ def summarize(junit: Path | None, compile_logs: list[Path], start: float | None,
         if file not in by_file:
             continue  # "(collection)": before any test
         row = by_file[file]
-        row["compile_seconds"] += entry["seconds"]
+        for program in entry["programs"]:
+            hit = len(program) > 3 and program[3] == "hit"
+            row["load_seconds" if hit else "compile_seconds"] += program[1]
+            if len(program) > 4:  # its end time: the span it ran, for the wall seconds with a compile going
+                row["spans"].append((program[4] - program[1], program[4]))
         row["trace_seconds"] += entry.get("trace_seconds", 0.0)
         row["lower_seconds"] += entry.get("lower_seconds", 0.0)
         row["workers"].add(entry["worker"])
     timed = junit is not None
     files = [{"file": f, "tests": r["tests"], "seconds": round(r["seconds"], 1) if timed else None,
               "compile_seconds": round(r["compile_seconds"], 1),
-              "other_seconds": round(r["seconds"] - r["compile_seconds"], 1) if timed else None,
+              "cache_load_seconds": round(r["load_seconds"], 1),
+              "seconds_while_compiling": round(_covered(r["spans"]), 1) if r["spans"] else None,
+              "other_seconds": (round(r["seconds"] - _covered(r["spans"]), 1) if timed and r["spans"] else None),
               "trace_and_lower_seconds": round(r["trace_seconds"] + r["lower_seconds"], 1),
               "worker": ",".join(sorted(r["workers"])) or None}
              for f, r in sorted(by_file.items(), key=lambda x: -(x[1]["seconds"] or x[1]["compile_seconds"]))]
@@ -222,7 +242,10 @@ def summarize(junit: Path | None, compile_logs: list[Path], start: float | None,
         "tests": len(tests), "outcomes": dict(outcomes),
         "worker_seconds": round(total, 1) if timed else None,
         "seconds_per_worker": {w: round(s, 1) for w, s in sorted(worker_seconds.items())},
-        "compile_seconds_in_workers": round(sum(e["seconds"] for e in logs.values()), 1),
+        "compile_seconds_in_workers": round(sum(p[1] for e in logs.values() for p in e["programs"]
+                                                if not (len(p) > 3 and p[3] == "hit")), 1),
+        "cache_load_seconds_in_workers": round(sum(p[1] for e in logs.values() for p in e["programs"]
+                                                   if len(p) > 3 and p[3] == "hit"), 1),
         "trace_and_lower_seconds_in_workers": round(sum(e.get("trace_seconds", 0.0) + e.get("lower_seconds", 0.0)
                                                         for e in logs.values()), 1),
         "programs": _programs(logs),

@@ -192,9 +192,9 @@ def tree_equal(a, b) -> bool:
 
 # ------------------------------------------------------------------------------------------------ compile log
 # ENVGEN_COMPILE_LOG=path.json: per test, the seconds XLA spent compiling (persistent-cache loads included), each
-# program as [name, seconds, persistent-cache key, "hit" or "miss"] (the key hashes the lowered module, the compile
-# options and the XLA flags: the same key twice is the same program compiled or loaded again), the cache hits, and
-# the seconds spent tracing and lowering to MLIR. Off by default; with pytest-xdist each worker writes
+# program as [name, seconds, persistent-cache key, "hit" or "miss", when it ended (epoch seconds)] (the key hashes the
+# lowered module, the compile options and the XLA flags: the same key twice is the same program compiled or loaded
+# again), the cache hits, and the seconds spent tracing and lowering to MLIR. Off by default; with pytest-xdist each worker writes
 # path.<worker>.json. benchmarks/test_suite.py reads these beside the junit xml.
 _COMPILE_LOG = os.environ.get("ENVGEN_COMPILE_LOG")
 if _COMPILE_LOG:
@@ -232,7 +232,7 @@ if _COMPILE_LOG:
             else:
                 key, status = _pending_key.pop(record.thread, (None, None))
                 entry["seconds"] += seconds
-                entry["programs"].append([name, round(seconds, 2), key, status])
+                entry["programs"].append([name, round(seconds, 2), key, status, round(record.created, 2)])
 
     jax.config.update("jax_log_compiles", True)  # compile, trace and cache-hit messages at WARNING, logger "jax"
     logging.getLogger("jax").addHandler(_CompileHandler())
