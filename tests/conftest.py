@@ -47,7 +47,7 @@ def _compile_once_across_processes() -> None:
     import fcntl
     import inspect
 
-    from jax._src import compiler
+    from jax._src import compiler, monitoring
 
     compile_and_write = getattr(compiler, "_compile_and_write_cache", None)
     cache_read = getattr(compiler, "_cache_read", None)
@@ -63,13 +63,14 @@ def _compile_once_across_processes() -> None:
 
     def compile_and_write_once(backend, computation, executable_devices, compile_options, host_callbacks,
                                module_name, cache_key):
-        with open(os.path.join(locks, cache_key), "w") as lock:
+        with open(os.path.join(locks, cache_key.replace(os.sep, "_")), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
             callbacks = (host_callbacks,) if read_takes_callbacks else ()
             executable, _ = cache_read(module_name, cache_key, compile_options, backend, executable_devices,
                                        *callbacks)
-            if executable is not None:  # written by the process this one waited for
+            if executable is not None:  # written by the process this one waited for: a hit, as JAX records one
                 compiler.log_persistent_cache_hit(module_name, cache_key)
+                monitoring.record_event("/jax/compilation_cache/cache_hits")
                 return executable
             return compile_and_write(backend, computation, executable_devices, compile_options, host_callbacks,
                                      module_name, cache_key)
