@@ -258,7 +258,7 @@ def summarize(junit: Path | None, compile_logs: list[Path], start: float | None,
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--label", required=True, help="the block to write, e.g. before or after")
+    parser.add_argument("--label", help="the block to write, e.g. before or after")
     parser.add_argument("--junit", type=Path, help="the run's junit xml (pytest --junitxml); without it, the "
                         "compile logs alone (a run cut short)")
     parser.add_argument("--compile-logs", type=Path, nargs="*", default=[])
@@ -277,8 +277,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.file_seconds:
         files = (load_json(args.out) or {})[args.file_seconds]["files"]
-        print({Path(f["file"]).stem: round(f["seconds"]) for f in files if f["seconds"] >= 10})
+        print({Path(f["file"]).stem: round(f["seconds"]) for f in files if (f["seconds"] or 0) >= 10})
         return 0
+    if not args.label:
+        parser.error("give --label (the block to write) or --file-seconds LABEL")
     if not args.compile_logs and args.junit is None:
         parser.error("give --junit, --compile-logs or both")
 
