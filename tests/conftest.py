@@ -89,7 +89,11 @@ def pytest_runtest_setup(item):
     """Every test file traces as a fresh process does (before any of its fixtures, session-scoped ones included). A
     program's persistent-cache key hashes its lowered module, and that module depends on what the process traced
     before (JAX's tracing caches decide which helpers, such as `jnp.where`, become shared private functions): the
-    same run traced after other tests' programs missed the entry another worker (or a subprocess) had written."""
+    same run traced after other tests' programs missed the entry another worker (or a subprocess) had written. What it
+    costs is tracing again, in each file, the programs several files share (tracing and lowering seconds are in the
+    compile log); what it buys is one key per program in every file, worker and subprocess (2026-11-27: the Heist
+    run's three programs compiled in test_loop.py were loaded by test_study.py, the tiny Crafter run's by
+    test_study.py and test_golden.py, none compiled again)."""
     module = getattr(item, "module", None)
     if module is not _traced_module[0]:
         _traced_module[0] = module
