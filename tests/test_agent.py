@@ -19,9 +19,9 @@ from envgen_jax.trainer import probes
 from envgen_jax.trainer.checkpoint import save_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
-from envgen_jax.trainer.networks import ActorCritic, patches3x3
+from envgen_jax.trainer.layers import patches3x3
 from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm
-from envgen_jax.trainer.encoders import ConvNet, MapNet, MLPNet, NetworkConfig
+from envgen_jax.trainer.encoders import ConvNet, MapNet, MLPNet, NetworkConfig, actor_critic
 from envgen_jax.trainer.ppo import PPOConfig, ValueNorm
 from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.train import select_seeds
@@ -41,7 +41,7 @@ def memory_trainer():
 
 
 def test_unroll_equals_stepping_and_resets_clear_the_memory():
-    net = ActorCritic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="gru", memory_size=6)
+    net = actor_critic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="gru", memory_size=6)
     t, n = 7, 4
     obs = jax.random.normal(jax.random.PRNGKey(0), (t, n, 5))
     reset = jnp.zeros((t, n), bool).at[3, 1].set(True).at[5, 2].set(True)
@@ -62,7 +62,7 @@ def test_unroll_equals_stepping_and_resets_clear_the_memory():
 
 
 def test_lstm_carries_a_pair():
-    net = ActorCritic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="lstm", memory_size=6)
+    net = actor_critic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="lstm", memory_size=6)
     carry = net.initial_carry(4)
     params = net.init(jax.random.PRNGKey(1), carry, jnp.ones((2, 4, 5)), jnp.zeros((2, 4), bool), method="unroll")
     final, logits, _ = net.apply(params, carry, jnp.ones((2, 4, 5)), jnp.zeros((2, 4), bool), method="unroll")
@@ -199,7 +199,7 @@ def test_map_encoder_convolution_equals_nn_conv():
 def test_map_network_reads_crafters_layout(crafter_env):
     assert crafter_env.map_shape == (7, 9, 21)
     assert int(np.prod(crafter_env.map_shape)) + 22 == crafter_env.obs_shape[0]
-    net = ActorCritic(num_actions=17, obs_shape=(1345,), map_shape=(7, 9, 21),
+    net = actor_critic(num_actions=17, obs_shape=(1345,), map_shape=(7, 9, 21),
                       settings=MapNet(width=16, depth=1, channels=(4,), layer_norm=True))
     params = net.init(jax.random.PRNGKey(0), jnp.zeros(1345))
     logits, value = net.apply(params, jnp.zeros((2, 3, 1345)))
@@ -257,7 +257,7 @@ def test_the_observation_and_the_network_are_checked_together():
 def test_the_conv_encoders_residual_blocks_are_a_setting():
     counts = []
     for blocks in (2, 1, 0):
-        net = ActorCritic(num_actions=3, obs_shape=(9, 9, 3), settings=ConvNet(channels=(4,), res_blocks=blocks, width=8))
+        net = actor_critic(num_actions=3, obs_shape=(9, 9, 3), settings=ConvNet(channels=(4,), res_blocks=blocks, width=8))
         params = net.init(jax.random.PRNGKey(0), jnp.zeros((9, 9, 3), jnp.uint8))
         counts.append(sum(x.size for x in jax.tree.leaves(params)))
     per_block = 2 * (3 * 3 * 4 * 4 + 4)  # two 3x3 convs of 4 channels

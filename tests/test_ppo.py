@@ -276,15 +276,16 @@ def test_config_validation():
 
 
 def test_networks_shapes_and_size():
-    from envgen_jax.trainer.networks import ActorCritic, count_params
+    from envgen_jax.trainer.encoders import actor_critic
+    from envgen_jax.trainer.networks import count_params
 
-    mlp = ActorCritic(num_actions=17, obs_shape=(1345,), settings=MLPNet())
+    mlp = actor_critic(num_actions=17, obs_shape=(1345,), settings=MLPNet())
     params = mlp.init(jax.random.PRNGKey(0), jnp.zeros((1345,)))
     assert 2.3e6 < count_params(params) < 2.5e6  # Craftax baselines: about 2.4M on the 1345-d input
     logits, value = mlp.apply(params, jnp.zeros((3, 5, 1345)))
     assert logits.shape == (3, 5, 17) and value.shape == (3, 5)
 
-    conv = ActorCritic(num_actions=17, obs_shape=(63, 63, 3), settings=ConvNet(width=32, channels=(8, 16)))
+    conv = actor_critic(num_actions=17, obs_shape=(63, 63, 3), settings=ConvNet(width=32, channels=(8, 16)))
     params = conv.init(jax.random.PRNGKey(0), jnp.zeros((63, 63, 3)))
     logits, value = conv.apply(params, jnp.ones((2, 4, 63, 63, 3)))
     assert logits.shape == (2, 4, 17) and value.shape == (2, 4)

@@ -106,12 +106,15 @@ class ExecutionConfig(Declared):
     """independent agents in one compiled run"""
     seed: int = 0
     """first seed; seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()"""
-    seed_axis: Literal["vmap", "map", "dense"] = "vmap"
-    """how the agents run side by side in training, evaluation and init: 'vmap' (batched together), 'map' (one
-    after another in the same program) or 'dense' (batched together, each 3x3 convolution computed as its patches
-    times the kernel). Vmapped over their parameters, a conv network's convolutions become grouped convolutions
-    (docs/devices.md); 'map' keeps them dense at the price of a batch per agent; 'dense' makes them batched matrix
-    products (the same parameters and training; for a network without convolutions it is 'vmap')"""
+    seed_axis: Literal["vmap", "map"] = "vmap"
+    """how the agents run side by side in training, evaluation and init: 'vmap' (batched together) or 'map' (one
+    after another in the same program). Vmapped over their parameters, a conv network's convolutions become grouped
+    convolutions (docs/devices.md); 'map' keeps them dense at the price of a batch per agent, `conv_as_matmul`
+    makes them batched matrix products"""
+    conv_as_matmul: bool = False
+    """each 3x3 convolution computed as its patches times the kernel (`layers.Conv`; the same parameters and
+    training): vmapped over the seeds, a batched matrix product instead of a grouped convolution (the older
+    `seed_axis: dense` is 'vmap' with this)"""
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
     """dtype of the network's activations and matrix products: 'bfloat16' is mixed precision (parameters, optimizer
     state, normalisation statistics, logits, values and the losses stay float32); off until its learning is
