@@ -100,9 +100,9 @@ def test_the_ladder_recipes():
         if name not in ("lowsample_mlp", "ladder_rollout"):  # the network rungs keep LOW_SAMPLE's algorithm
             assert cfg.ppo == base.ppo, name
     grid, _, _ = ase.recipe_config("ladder_grid", 1)
-    assert grid.network.kind == "grid" and grid.network.grid == GridNet() and grid.execution.seed_axis == "dense"
+    assert grid.network.kind == "grid" and grid.network.grid == GridNet() and grid.execution.conv_as_matmul
     drawn, _, _ = ase.recipe_config("ladder_drawn", 1)
-    assert drawn.network.kind == "drawn" and drawn.network.drawn.cell == 3 and drawn.execution.seed_axis == "dense"
+    assert drawn.network.kind == "drawn" and drawn.network.drawn.cell == 3 and drawn.execution.conv_as_matmul
     pixels, _, _ = ase.recipe_config("ladder_pixels_narrow", 1)
     assert ase.observation("ladder_pixels_narrow") == "pixels" and ase.observation("ladder_trunk") == "symbolic"
     assert (pixels.network.kind, pixels.network.conv.channels, pixels.network.conv.norm, pixels.network.conv.width,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -269,7 +271,8 @@ def test_config_validation():
     with pytest.raises(ValueError, match="total_updates"):
         PPOConfig(anneal_lr=True)
     assert PPOConfig.craftax_baseline().ppo.batch_size == 65536
-    paper = PPOConfig.envgen_paper().ppo
+    from envgen_jax.run_config import load_run_config
+    paper = load_run_config(Path(__file__).resolve().parent.parent / "configs" / "base" / "crafter_pixels.yaml").ppo
     assert (paper.gamma, paper.gae_lambda, paper.update_epochs, paper.num_minibatches, paper.lr) == \
         (0.95, 0.65, 3, 8, 3e-4)
     assert paper.minibatch_size == 512

@@ -16,25 +16,19 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from envgen_jax.envs.game import ConfigurableEnv, Game, GameOptions, parse_options
 from envgen_jax.schema import ConfigError
 
 __all__ = ["GAMES", "NAMES", "ConfigurableEnv", "Game", "GameOptions", "config_class", "get", "make_env",
-           "read_config_file", "read_run_options", "register", "upgrade_run_settings"]
+           "read_config_file", "read_run_options", "register"]
 
 GAMES: dict[str, str | Game] = {
     "crafter": "envgen_jax.envs.crafter.game",
     "heist": "envgen_jax.envs.heist.game",
 }
 NAMES = GAMES.keys()  # a live view: a game registered later is known everywhere (command-line choices included)
-
-# Settings that were top-level run fields before games declared their options (old run directories' config.yaml
-# and study.yaml hold them): old key -> (game, option). The game's runs read it as that option; other games ignore
-# it, as they did.
-LEGACY_RUN_KEYS = {"heist_mode": ("heist", "mode")}
-
 
 def read_run_options(settings: Mapping, value: Any, where: str, problems: list[str], default_env: str) -> Any:
     """A run configuration's `game_options` (`value`), read as the options of the game `settings` names (the run's
@@ -67,41 +61,6 @@ def get(name: str) -> Game:
             raise TypeError(f"{entry}.GAME must be the Game named {name!r}, got {game!r}")
         _loaded[entry] = game
     return _loaded[entry]
-
-
-def upgrade_run_settings(data: Mapping, problems: list[str] | None = None, overrides: Sequence[str] = ()) -> dict:
-    """A run configuration mapping with its legacy keys (LEGACY_RUN_KEYS) in today's form: `heist_mode: easy` is
-    `game_options: {mode: easy}` for Heist and ignored by other games (its value still checked, as it was). When the
-    new key gives another value, the one set by a --set (`overrides`, already applied to `data`) wins over the
-    file's; given both ways in the same place, they must agree. Problems raise one ConfigError; with `problems` given
-    they are appended to it instead."""
-    own = problems is None
-    problems = [] if own else problems
-    data = dict(data)
-    set_by_override = {item.partition("=")[0].strip() for item in overrides}
-    for key, (owner, option) in LEGACY_RUN_KEYS.items():
-        if key not in data:
-            continue
-        value = data.pop(key)
-        found: list[str] = []
-        get(owner).read_options({option: value}, "game_options", found)
-        problems += [p.replace(f"game_options.{option}", key, 1) for p in found]
-        if found or data.get("env") != owner:
-            continue
-        options = data.get("game_options")
-        if options is None:
-            data["game_options"] = {option: value}
-        elif isinstance(options, Mapping):  # another value is reported when game_options is read
-            old_set = key in set_by_override
-            new_set = bool({"game_options", f"game_options.{option}"} & set_by_override)
-            if option not in options or options[option] == value or (old_set and not new_set):
-                data["game_options"] = {**options, option: value}
-            elif old_set == new_set:
-                problems.append(f"{key}: {value!r} differs from game_options.{option} = {options[option]!r}; "
-                                f"{key} is the old name of game_options.{option}, give only one")
-    if own and problems:
-        raise ConfigError(problems, what="run configuration")
-    return data
 
 
 # ------------------------------------------------------------------------------------- configuration files

@@ -13,7 +13,7 @@ runs vmapped in one program; the config's values are their defaults.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Mapping
+from typing import Literal
 
 from envgen_jax.config_io import bounded, declared_problems
 from envgen_jax.schema import ConfigError, Declared
@@ -26,7 +26,8 @@ class PPOAlgorithm:
     in HYPERPARAMS are only the defaults of the traced per-agent values (`ppo.Hyperparams` in the TrainState).
 
     Defaults follow Craftax_Baselines `ppo.py` (craftax-notes section 12) except the sizes, which are small so
-    that CPU runs stay cheap. Presets: `PPOConfig.craftax_baseline()` and `PPOConfig.envgen_paper()`.
+    that CPU runs stay cheap. Presets: `PPOConfig.craftax_baseline()`; the EnvGen paper's agent is
+    configs/base/crafter_pixels.yaml (its one statement).
     """
 
     num_envs: int = bounded(64, minimum=1)
@@ -204,26 +205,6 @@ class PPOConfig:
         if problems:
             raise ConfigError(problems, what="PPO settings")
 
-    @classmethod
-    def upgrade_mapping(cls, data, problems: list[str]) -> dict:
-        """A mapping of the sections (`config_io.from_mapping` reads it), with an older version's flat keys moved
-        into them."""
-        flat = {k: v for k, v in data.items() if k not in _SECTIONS}
-        out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items() if k in _SECTIONS}
-        if flat:
-            out.setdefault("ppo", {})
-            if isinstance(out["ppo"], Mapping):
-                out["ppo"] = {**out["ppo"], **{k: v for k, v in flat.items() if k not in LEGACY_KEYS}}
-            kind = flat.get("network", "mlp")
-            for key in (k for k in flat if k in LEGACY_KEYS):
-                path = legacy_path(key, kind if isinstance(kind, str) else "mlp")
-                if path is not None:
-                    node = out
-                    for part in path[:-1]:
-                        node = node.setdefault(part, {})
-                    node[path[-1]] = flat[key]
-        return out
-
     @property
     def seeds(self) -> tuple[int, ...]:
         return self.execution.seeds
@@ -243,18 +224,5 @@ class PPOConfig:
                     total_updates=15258, width=512, depth=3, activation="tanh")
         return cls(**{**base, **overrides})
 
-    @classmethod
-    def envgen_paper(cls, **overrides) -> "PPOConfig":
-        """The EnvGen paper's agent (AD repo configs/ppo.yaml): 8 envs x 512 steps, 3 epochs x 8 minibatches,
-        gamma .95, lambda .65, clip .2, ent .01, vf .5, grad norm .5, constant lr 3e-4, per-rollout advantage
-        normalisation. Its network and value normalisation on pixels, with every other setting:
-        configs/base/crafter_pixels.yaml (value_norm, network.kind conv, channels (64, 128, 128), norm, width 256,
-        head_width 1024). `overrides`: flat keys."""
-        base = dict(num_envs=8, num_steps=512, update_epochs=3, num_minibatches=8, gamma=0.95, gae_lambda=0.65,
-                    clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, lr=3e-4, anneal_lr=False,
-                    adv_norm="batch", clip_value=False)
-        return cls(**{**base, **overrides})
-
 
 _ALGORITHM = frozenset(f.name for f in dataclasses.fields(PPOAlgorithm))
-_SECTIONS = ("ppo", "network", "execution")

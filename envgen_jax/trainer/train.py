@@ -50,7 +50,7 @@ def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
 def over_seeds(fn, in_axes: tuple, how: str = "vmap"):
     """`fn` over the seed axis of the arguments whose `in_axes` entry is 0 (the others shared): vmapped, or with
     how='map' one seed after another (lax.map), which keeps each seed's convolutions dense (`execution.seed_axis`)."""
-    if how in ("vmap", "dense"):  # 'dense' differs in the network only (convolutions as matrix products)
+    if how == "vmap":
         return jax.vmap(fn, in_axes=in_axes)
 
     def one_after_another(*args):
