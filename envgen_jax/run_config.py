@@ -142,8 +142,8 @@ class RunConfig:
     """the agent's network: `kind` (mlp | map | trunk | grid | drawn | conv) and each kind's settings (`network: {kind: conv, conv:
     {channels: [64, 128, 128]}}`); older configurations' `ppo.width`, `ppo.network`, ... are read into it"""
     execution: ExecutionConfig = ExecutionConfig()
-    """how the agents run: `seed_axis` (training, evaluation and init), `resets_per_step`; the seeds are the
-    top-level `seeds` and `seed`"""
+    """how the agents run: `seed_axis` (training, evaluation and init), `conv_as_matmul`, `compute_dtype`,
+    `resets_per_step`; the seeds are the top-level `seeds` and `seed`"""
     schedule: ScheduleConfig = ScheduleConfig()
     eval: EvalConfig = EvalConfig()
     llm: LLMSettings = dataclasses.field(default=LLMSettings(), metadata={"read": read_llm})
@@ -168,8 +168,6 @@ class RunConfig:
                                                                                        problems=problems))
         if self.method not in METHODS:
             problems.append(f"method: {self.method!r} is not one of {', '.join(METHODS)}")
-        if (self.execution.num_seeds, self.execution.seed) != (1, 0):
-            problems.append("execution.num_seeds / execution.seed: set the top-level `seeds` and `seed` instead")
         problems += self.agent_problems()
         if self.method in METHODS:
             problems += methods.get(self.method).config_problems(self)
@@ -197,8 +195,7 @@ class RunConfig:
 
     @property
     def trainer_ppo(self) -> PPOConfig:
-        return PPOConfig(self.ppo, self.network,
-                         dataclasses.replace(self.execution, num_seeds=self.num_agents, seed=self.seed))
+        return PPOConfig(self.ppo, self.network, self.execution, num_seeds=self.num_agents, seed=self.seed)
 
     @property
     def num_agents(self) -> int:
@@ -280,7 +277,7 @@ def _ppo_key(data: dict, key: str, value: Any, problems: list[str]):
     network = data.get("network")
     kind = network.get("kind", "mlp") if isinstance(network, Mapping) else "mlp"
     path = legacy_path(key, kind if kind in ENCODERS else "mlp")
-    return [] if path is None else [".".join(path)]
+    return [] if path is None else [{"num_seeds": "seeds"}.get(".".join(path), ".".join(path))]  # a run's seeds
 
 
 def _dense_seeds(data: dict, key: str, value: Any, problems: list[str]):

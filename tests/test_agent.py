@@ -241,7 +241,7 @@ def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
     assert e.value.problems == ["ppo.depth: 0 is below the minimum 1"]  # named by the key written
     flat = PPOConfig(num_envs=8, network="conv", width=32, num_seeds=2, head_width=4)
     assert flat == PPOConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv", conv=ConvNet(width=32, head_width=4)),
-                             ExecutionConfig(num_seeds=2))
+                             ExecutionConfig(), num_seeds=2)
 
 
 def test_the_observation_and_the_network_are_checked_together():

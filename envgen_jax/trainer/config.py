@@ -1,10 +1,11 @@
-"""PPOConfig: everything static about a trainer (frozen, hashable: part of the compiled program), in the three
-sections a run configuration names: `ppo` (PPOAlgorithm: the algorithm's sizes, switches and hyperparameters),
+"""TrainerConfig: everything static about a trainer (frozen, hashable: part of the compiled program): the three
+sections a run configuration names, `ppo` (PPOAlgorithm: the algorithm's sizes, switches and hyperparameters),
 `network` (encoders.NetworkConfig: the encoder kind, each kind's settings, the memory) and `execution`
-(ExecutionConfig: how the agents run: their seeds, the seed axis, the env resets).
+(ExecutionConfig: how the agents run: the seed axis, the convolutions, the dtype, the env resets), and the agents'
+seeds (`num_seeds` from `seed`: a run's top-level `seeds` and `seed`). `PPOConfig` is its older name.
 
-    PPOConfig(ppo=PPOAlgorithm(num_envs=8), network=NetworkConfig(kind="conv"), execution=ExecutionConfig(num_seeds=2))
-    PPOConfig(num_envs=8, network="conv", width=256, num_seeds=2)    # the same from the flat keys of older versions
+    TrainerConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv"), ExecutionConfig(), num_seeds=2)
+    TrainerConfig(num_envs=8, network="conv", width=256, num_seeds=2)    # the same from older versions' flat keys
 
 The numbers in `HYPERPARAMS` are also carried per agent as traced values (`ppo.Hyperparams`), so a sweep over them
 runs vmapped in one program; the config's values are their defaults.
@@ -101,12 +102,8 @@ HYPERPARAMS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef")
 @dataclasses.dataclass(frozen=True)
 class ExecutionConfig(Declared):
     """How the agents run (changes what is computed where, not what is learnt): the run configuration's
-    `execution:` section. A run's seeds are its top-level `seeds` and `seed`."""
+    `execution:` section. The seeds are the trainer config's (a run's top-level `seeds` and `seed`)."""
 
-    num_seeds: int = bounded(1, minimum=1)
-    """independent agents in one compiled run"""
-    seed: int = 0
-    """first seed; seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()"""
     seed_axis: Literal["vmap", "map"] = "vmap"
     """how the agents run side by side in training, evaluation and init: 'vmap' (batched together) or 'map' (one
     after another in the same program). Vmapped over their parameters, a conv network's convolutions become grouped
@@ -125,10 +122,6 @@ class ExecutionConfig(Declared):
 
     PATH, WHAT = "execution.", "execution settings"
 
-    @property
-    def seeds(self) -> tuple[int, ...]:
-        return tuple(range(self.seed, self.seed + self.num_seeds))
-
 
 # The flat keys of PPOConfig before it had sections (run configurations, saved runs and studies still hold them):
 # each names its place today. None: the chosen kind's own setting (`width` was each MLP's width for mlp and map,
@@ -138,7 +131,7 @@ LEGACY_KEYS: dict[str, tuple[str, ...] | None] = {
     "memory_size": ("network", "memory_size"), "width": None, "depth": None, "activation": None, "layer_norm": None,
     "map_channels": ("network", "map", "channels"), "map_res_blocks": ("network", "map", "res_blocks"),
     "conv_channels": ("network", "conv", "channels"), "conv_norm": ("network", "conv", "norm"),
-    "head_width": ("network", "conv", "head_width"),
+    "head_width": ("network", "conv", "head_width"), "num_seeds": ("num_seeds",), "seed": ("seed",),
     **{f.name: ("execution", f.name) for f in dataclasses.fields(ExecutionConfig)},
 }
 
@@ -160,25 +153,27 @@ def _replaced(obj, path: tuple[str, ...], value):
 
 
 @dataclasses.dataclass(frozen=True, init=False)
-class PPOConfig:
-    """A trainer's static configuration: the algorithm (`ppo`), the network and the execution. Built from the
-    sections, or from the flat keys of older versions (`PPOConfig(num_envs=8, width=32, num_seeds=2)`, also
-    `dataclasses.replace(cfg, num_seeds=2)`): each flat key goes to its section (LEGACY_KEYS) over the sections
-    given."""
+class TrainerConfig:
+    """A trainer's static configuration: the algorithm (`ppo`), the network, the execution and the agents' seeds
+    (`num_seeds` agents from `seed`). Built from the sections, or from the flat keys of older versions
+    (`TrainerConfig(num_envs=8, width=32, num_seeds=2)`, also `dataclasses.replace(cfg, seed_axis="map")`): each
+    flat key goes to its section (LEGACY_KEYS) over the sections given."""
 
     ppo: PPOAlgorithm
     network: NetworkConfig
     execution: ExecutionConfig
+    num_seeds: int  # independent agents in one compiled program
+    seed: int  # the first; the seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()
 
     def __init__(self, ppo: PPOAlgorithm | None = None, network: NetworkConfig | None = None,
-                 execution: ExecutionConfig | None = None, **flat):
+                 execution: ExecutionConfig | None = None, num_seeds: int = 1, seed: int = 0, **flat):
         if isinstance(network, str):  # the flat key of older versions: the kind
             network, flat = None, {**flat, "network": network}
         sections = {"ppo": ppo or PPOAlgorithm(), "network": network or NetworkConfig(),
-                    "execution": execution or ExecutionConfig()}
+                    "execution": execution or ExecutionConfig(), "num_seeds": num_seeds, "seed": seed}
         unknown = sorted(set(flat) - set(LEGACY_KEYS) - _ALGORITHM)
         if unknown:
-            raise TypeError(f"PPOConfig got unexpected settings {', '.join(unknown)}")
+            raise TypeError(f"TrainerConfig got unexpected settings {', '.join(unknown)}")
         kind = flat.get("network", sections["network"].kind)
         problems: list[str] = []  # every section's, reported together
 
@@ -193,7 +188,7 @@ class PPOConfig:
         for key, value in flat.items():
             path = None if key in _ALGORITHM else legacy_path(key, kind)
             if path is not None:
-                change(path[0], lambda section: _replaced(section, path[1:], value))
+                change(path[0], lambda part: _replaced(part, path[1:], value) if path[1:] else value)
         for name, value in sections.items():
             object.__setattr__(self, name, value)
         # the values asked for, also where another of the algorithm's settings was refused
@@ -202,12 +197,14 @@ class PPOConfig:
                 minibatches >= 1 and envs % minibatches:
             problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
                             f"num_minibatches = {minibatches} must divide num_envs = {envs}")
+        if not isinstance(self.num_seeds, int) or self.num_seeds < 1:
+            problems.append(f"num_seeds: {self.num_seeds!r} must be an integer >= 1")
         if problems:
             raise ConfigError(problems, what="PPO settings")
 
     @property
     def seeds(self) -> tuple[int, ...]:
-        return self.execution.seeds
+        return tuple(range(self.seed, self.seed + self.num_seeds))
 
     @property
     def steps_per_update(self) -> int:
@@ -215,7 +212,7 @@ class PPOConfig:
         return self.ppo.steps_per_update
 
     @classmethod
-    def craftax_baseline(cls, **overrides) -> "PPOConfig":
+    def craftax_baseline(cls, **overrides) -> "TrainerConfig":
         """Craftax_Baselines ppo.py (1024 envs x 64 steps, 4 epochs x 8 minibatches, lr 2e-4 annealed, gamma .99,
         lambda .8, clip .2, ent .01, vf .5, grad norm 1.0, 3 x 512 tanh). Set total_updates for the anneal
         (1e9 steps = 15,258 updates). `overrides`: flat keys."""
@@ -226,3 +223,4 @@ class PPOConfig:
 
 
 _ALGORITHM = frozenset(f.name for f in dataclasses.fields(PPOAlgorithm))
+PPOConfig = TrainerConfig  # its older name, which most of the package and the tests still import
