@@ -283,8 +283,8 @@ class TrialDesigner(Designer):
                              unserved_prompt(missing, draft.n, draft.n, self.spec.skills)])
         parsed, _ = self.turn.answer(draft.base, text, 1, draft.kind, self.requests + draft.replies, self.history,
                                      configs, with_analysis=False, earlier=draft.earlier, names=tuple(missing))
-        return dataclasses.replace(draft, configs=configs + parsed.configs, purposes=purposes + parsed.purposes,
-                                   targets=targets + [list(t) for t in parsed.targets], replies=draft.replies + 1)
+        return dataclasses.replace(draft, configs=[*configs, *parsed.configs], purposes=[*purposes, *parsed.purposes],
+                                   targets=[*targets, *map(list, parsed.targets)], replies=draft.replies + 1)
 
 
 UNSERVED_PROMPT = Path(__file__).resolve().parent / "designer_prompts" / "unserved.txt"

@@ -751,11 +751,12 @@ def test_focus_weakest_asks_each_feedback_environment_for_one_weak_skill_in_turn
                             "choose the settings that give the agent what it needs and what comes just before it, "
                             "so that it can learn it there."), ask[-300:]
     # More environments than weak skills: round again, weakest first.
-    four = {"creature_settings": {"cows": "very common"}}
-    designer, client, _ = make(tmp_path / "round", [design_json([c]) for c in (one, two, three, four)],
-                               settings=settings)
-    designer.feedback(PLANTS_WEAK, 4, previous=[CrafterConfig.original()])
-    assert "Write environment 4 of the 4 for eat_plant," in client.calls[3]["messages"][-1]["content"]
+    from envgen_jax.llm.prompts import weakest_quarter
+    n = len(weakest_quarter(CRAFTER, PLANTS_WEAK)) + 1
+    replies = [design_json([{"inventory_settings": {"sapling": k}}]) for k in range(1, n + 1)]
+    designer, client, _ = make(tmp_path / "round", replies, settings=settings)
+    designer.feedback(PLANTS_WEAK, n, previous=[CrafterConfig.original()])
+    assert f"Write environment {n} of the {n} for eat_plant," in client.calls[n - 1]["messages"][-1]["content"]
     # All in one reply: the reply's environments named in order. A first design (no feedback) has no focus.
     settings = GUARDED.replace(focus="weakest")
     four = {"creature_settings": {"cows": "very common"}}

@@ -243,7 +243,7 @@ class LLMSettings(Declared):
         configuration's parser."""
         problems: list[str] = []
         nested, moved = move_old_keys({"llm": {} if data is None else data}, FLAT_KEYS, (), problems)
-        settings = read_llm({}, nested["llm"], "llm", problems)  # not a mapping: a ConfigError naming `llm`
+        settings = read_llm({}, nested.get("llm"), "llm", problems)  # not a mapping: a ConfigError naming `llm`
         if problems:
             raise ConfigError(renamed(problems, moved), what="settings")
         return settings
