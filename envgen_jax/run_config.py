@@ -277,7 +277,17 @@ def _ppo_key(data: dict, key: str, value: Any, problems: list[str]):
     network = data.get("network")
     kind = network.get("kind", "mlp") if isinstance(network, Mapping) else "mlp"
     path = legacy_path(key, kind if kind in ENCODERS else "mlp")
-    return [] if path is None else [{"num_seeds": "seeds"}.get(".".join(path), ".".join(path))]  # a run's seeds
+    if path in (("num_seeds",), ("seed",)):
+        return _seeds_key(data, key, value, problems, "ppo")
+    return [] if path is None else [".".join(path)]
+
+
+def _seeds_key(data: dict, key: str, value: Any, problems: list[str], section: str = "execution"):
+    """`num_seeds` and `seed` in `ppo:` or `execution:`, which older versions wrote at their defaults and refused
+    at any other value: a run's seeds are its top-level `seeds` and `seed`."""
+    if value != {"num_seeds": 1, "seed": 0}[key]:
+        problems.append(f"{section}.{key}: set the top-level `{'seeds' if key == 'num_seeds' else 'seed'}` instead")
+    return []
 
 
 def _dense_seeds(data: dict, key: str, value: Any, problems: list[str]):
@@ -311,4 +321,6 @@ OLD_KEYS = {  # old path -> new path, or the rule that finds it; in this order (
     "ppo.network": "network.kind",
     "ppo.*": _ppo_key,
     "execution.seed_axis": _dense_seeds,
+    "execution.num_seeds": _seeds_key,
+    "execution.seed": _seeds_key,
 }
