@@ -149,14 +149,9 @@ class GridEncoder(nn.Module):
         return trunk(jnp.concatenate([h, rest], axis=-1), self.width, self.head_width, True, self.dtype)
 
 
-class SeparateTorsos(nn.Module):
-    """'mlp' and 'map': an actor MLP and a critic MLP over the same input (`actor_torso`, `critic_torso`)."""
-
-    width: int
-    depth: int
-    activation: str = "tanh"
-    layer_norm: bool = False
-    dtype: jnp.dtype | None = None
+class SeparateTorsos(MLP):
+    """'mlp' and 'map': an actor MLP and a critic MLP of these sizes over the same input (`actor_torso`,
+    `critic_torso`)."""
 
     @nn.compact
     def __call__(self, h):
