@@ -166,7 +166,7 @@ RECIPES: dict[str, dict] = {
 def recipe_config(name: str, seeds: int) -> tuple[PPOConfig, list[int], dict[str, list[float]]]:
     """(the PPOConfig, one seed per agent, the traced hyperparameters per agent) of a recipe."""
     recipe = RECIPES[name]
-    cfg = PPOConfig(**recipe["ppo"])
+    cfg = PPOConfig.of(**recipe["ppo"])
     grid = recipe.get("grid", {})
     points = max((len(v) for v in grid.values()), default=1)
     agent_seeds = [s for _ in range(points) for s in range(seeds)]

@@ -24,7 +24,6 @@ A part that fails (out of memory, say) is saved as a row with its error, and the
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import statistics
@@ -102,11 +101,11 @@ class Parts:
 
 def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
     from envgen_jax.trainer.evaluate import make_evaluator
-    from envgen_jax.trainer import make_trainer
+    from envgen_jax.trainer import TrainerConfig, make_trainer
     axis, dtype = variant
     dense = axis == "dense"  # the seeds vmapped, each convolution a matrix product (execution.conv_as_matmul)
-    ppo = dataclasses.replace(cfg.trainer_ppo, seed_axis="vmap" if dense else axis, conv_as_matmul=dense,
-                              compute_dtype=dtype, num_seeds=seeds)
+    ppo = TrainerConfig.of(cfg.trainer_ppo, seed_axis="vmap" if dense else axis, conv_as_matmul=dense,
+                           compute_dtype=dtype, num_seeds=seeds)
     trainer = make_trainer(env, ppo)
     ts = trainer.init(bank, rows)
     parts = Parts(trainer, bank, rows, args.eval_steps)

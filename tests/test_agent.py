@@ -36,7 +36,7 @@ RECURRENT = dict(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=4, wi
 def memory_trainer():
     """One compiled recurrent trainer (GRU, value normalisation) on the cue-memory probe, shared by the tests."""
     env = probes.CueMemoryEnv()
-    trainer = make_trainer(env, PPOConfig(**RECURRENT, value_norm=True, num_seeds=2))
+    trainer = make_trainer(env, PPOConfig.of(**RECURRENT, value_norm=True, num_seeds=2))
     return trainer, probes.make_bank([1.0]), jnp.zeros(N, jnp.int32)
 
 
@@ -91,7 +91,7 @@ def test_recurrent_rollout_is_what_training_replays(memory_trainer):
 
 def test_only_a_recurrent_policy_solves_the_memory_probe(memory_trainer):
     trainer, bank, rows = memory_trainer
-    ff = make_trainer(probes.CueMemoryEnv(), PPOConfig(**{**RECURRENT, "recurrent": "none"}, num_seeds=2))
+    ff = make_trainer(probes.CueMemoryEnv(), PPOConfig.of(**{**RECURRENT, "recurrent": "none"}, num_seeds=2))
     rates = {}
     for name, tr in (("gru", trainer), ("mlp", ff)):
         ts = tr.init(bank, rows)
@@ -133,12 +133,12 @@ def test_a_sweep_row_equals_a_run_with_those_values():
     env = probes.BanditEnv()
     bank, rows = probes.make_bank([1.0]), jnp.zeros(N, jnp.int32)
     base = dict(RECURRENT, recurrent="none", num_minibatches=2)
-    sweep = make_trainer(env, PPOConfig(**base, num_seeds=2))
+    sweep = make_trainer(env, PPOConfig.of(**base, num_seeds=2))
     ts = sweep.init(bank, rows, seeds=[4, 4], hparams={"lr": [3e-3, 1e-3], "gamma": [0.9, 0.5], "ent_coef": 0.0})
     assert sweep.trace_counts["init"] == 1
     ts, m = sweep.train_chunk(ts, bank, rows, num_updates=4)
 
-    single = make_trainer(env, PPOConfig(**{**base, "lr": 1e-3, "gamma": 0.5, "ent_coef": 0.0}, num_seeds=2))
+    single = make_trainer(env, PPOConfig.of(**{**base, "lr": 1e-3, "gamma": 0.5, "ent_coef": 0.0}, num_seeds=2))
     one = single.init(bank, rows, seeds=[4, 4])
     one, m1 = single.train_chunk(one, bank, rows, num_updates=4)
     assert_trees_equal(jax.device_get(select_seeds(ts, 1)), jax.device_get(select_seeds(one, 1)))
@@ -152,7 +152,7 @@ def test_a_sweep_row_equals_a_run_with_those_values():
 
 
 def test_sweep_values_are_checked():
-    trainer = make_trainer(probes.BanditEnv(), PPOConfig(**dict(RECURRENT, recurrent="none"), num_seeds=2))
+    trainer = make_trainer(probes.BanditEnv(), PPOConfig.of(**dict(RECURRENT, recurrent="none"), num_seeds=2))
     with pytest.raises(ConfigError, match="hparams.lr: 3 values for 2 agents"):
         trainer.hparams({"lr": [1e-3, 2e-3, 3e-3]}, count=2)
     with pytest.raises(ConfigError, match="width cannot vary per agent"):
@@ -178,7 +178,7 @@ def test_value_norm_learns_the_value_scale():
     """A constant reward of 50 per 1-step episode: the de-normalised value reaches 50 while the head's raw output
     stays of order 1."""
     env = probes.ConstantRewardEnv()
-    trainer = make_trainer(env, PPOConfig(**dict(RECURRENT, recurrent="none", num_minibatches=2, lr=1e-2),
+    trainer = make_trainer(env, PPOConfig.of(**dict(RECURRENT, recurrent="none", num_minibatches=2, lr=1e-2),
                                           value_norm=True, value_norm_decay=0.9))
     bank, rows = probes.make_bank([50.0]), jnp.zeros(N, jnp.int32)
     ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=60)
@@ -208,16 +208,16 @@ def test_map_network_reads_crafters_layout(crafter_env):
 
 def test_agent_settings_are_checked():
     with pytest.raises(ConfigError) as e:
-        PPOConfig(num_envs=6, num_steps=4, num_minibatches=4, recurrent="gru", value_norm_decay=1.0,
+        PPOConfig.of(num_envs=6, num_steps=4, num_minibatches=4, recurrent="gru", value_norm_decay=1.0,
                   map_channels=(0,))
     text = str(e.value)
     assert "ppo.num_minibatches: a recurrent agent learns on whole env trajectories" in text
     assert "ppo.value_norm_decay: 1.0 is not in (0, 1)" in text and "network.map.channels" in text
     with pytest.raises(ConfigError, match="recurrent: 'rnn' is not one of 'none', 'gru', 'lstm'"):
-        PPOConfig(recurrent="rnn")
+        PPOConfig.of(recurrent="rnn")
     with pytest.raises(ConfigError, match="network.kind: 'map' needs an observation that starts with a local map"):
-        make_trainer(probes.BanditEnv(), PPOConfig(network="map"))
-    assert dataclasses.replace(PPOConfig(), recurrent="lstm").network.recurrent == "lstm"
+        make_trainer(probes.BanditEnv(), PPOConfig.of(network="map"))
+    assert PPOConfig.of(PPOConfig(), recurrent="lstm").network.recurrent == "lstm"
 
 
 def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
@@ -239,7 +239,7 @@ def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_run_config(None, ["ppo.depth=0"])
     assert e.value.problems == ["ppo.depth: 0 is below the minimum 1"]  # named by the key written
-    flat = PPOConfig(num_envs=8, network="conv", width=32, num_seeds=2, head_width=4)
+    flat = PPOConfig.of(num_envs=8, network="conv", width=32, num_seeds=2, head_width=4)
     assert flat == PPOConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv", conv=ConvNet(width=32, head_width=4)),
                              ExecutionConfig(), num_seeds=2)
 
@@ -274,7 +274,7 @@ def test_the_shared_agent_is_the_benchmarks_chosen_recipe():
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
     from benchmarks.agent_sample_efficiency import RECIPES
-    chosen = PPOConfig(**RECIPES["lowsample_mlp"]["ppo"])
+    chosen = PPOConfig.of(**RECIPES["lowsample_mlp"]["ppo"])
     for name in ("base/crafter.yaml", "study_cpu.yaml"):
         cfg = load_run_config(root / "configs" / name)
         assert PPOConfig(cfg.ppo, cfg.network, cfg.execution) == chosen, name

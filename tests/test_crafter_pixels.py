@@ -63,7 +63,7 @@ def conv_runs(pixel_env):
     rows = jnp.array([0, 1, 0, 1], jnp.int32)
     out = {}
     for how, seeds in (("vmap", None), ("map", None), ("dense", None), ("dense", [1])):
-        cfg = PPOConfig(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
+        cfg = PPOConfig.of(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
                         conv_channels=(8, 8), num_seeds=2, seed_axis="vmap" if how == "dense" else how,
                         conv_as_matmul=how == "dense")
         trainer = make_trainer(pixel_env, cfg)
@@ -134,7 +134,7 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
         ("conv", (64, 128, 128), 2, True, 256, 1024)
     assert 3.8e6 < parameter_count(RunParts.of(cfg)) < 4.2e6  # the paper: "about 4M"
 
-    tiny = dataclasses.replace(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
+    tiny = PPOConfig.of(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
                                conv_channels=(4, 8), width=16, head_width=32)
     trainer = make_trainer(pixel_env, tiny)
     bank = make_params([CrafterConfig.original()])

@@ -96,7 +96,7 @@ def test_the_ladder_recipes():
                                                     "update_epochs": 3}
     for name, _ in LADDER:
         cfg, _, _ = ase.recipe_config(name, 2)
-        base = PPOConfig(**ase.LOW_SAMPLE, num_seeds=2)
+        base = PPOConfig.of(**ase.LOW_SAMPLE, num_seeds=2)
         if name not in ("lowsample_mlp", "ladder_rollout"):  # the network rungs keep LOW_SAMPLE's algorithm
             assert cfg.ppo == base.ppo, name
     grid, _, _ = ase.recipe_config("ladder_grid", 1)

@@ -20,7 +20,7 @@ from envgen_jax.trainer.factory import make_trainer
 from tests import golden
 from tests.trees import assert_trees_equal
 
-CFG = PPOConfig(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, width=16, depth=1, num_seeds=2,
+CFG = PPOConfig.of(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, width=16, depth=1, num_seeds=2,
                 anneal_lr=True, total_updates=20)
 
 

@@ -96,7 +96,7 @@ from tests.trees import assert_trees_equal  # noqa: E402
 from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
 N = 16
-TINY = PPOConfig(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
+TINY = PPOConfig.of(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
                  resets_per_step=N)
 # One learnable row, then trivial and impossible ones (SkillEnv; distinct shifts: the agent tells rows apart).
 SKILL_BANK = probes.make_bank([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]], shifts=[1, 2, 3, 0])

@@ -5,7 +5,7 @@ sections a run configuration names, `ppo` (PPOAlgorithm: the algorithm's sizes, 
 seeds (`num_seeds` from `seed`: a run's top-level `seeds` and `seed`). `PPOConfig` is its older name.
 
     TrainerConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv"), ExecutionConfig(), num_seeds=2)
-    TrainerConfig(num_envs=8, network="conv", width=256, num_seeds=2)    # the same from older versions' flat keys
+    TrainerConfig.of(num_envs=8, network="conv", width=256, num_seeds=2)    # the same from older versions' flat keys
 
 The numbers in `HYPERPARAMS` are also carried per agent as traced values (`ppo.Hyperparams`), so a sweep over them
 runs vmapped in one program; the config's values are their defaults.
@@ -152,34 +152,40 @@ def _replaced(obj, path: tuple[str, ...], value):
     return dataclasses.replace(obj, **{head: _replaced(getattr(obj, head), tuple(rest), value) if rest else value})
 
 
-@dataclasses.dataclass(frozen=True, init=False)
+@dataclasses.dataclass(frozen=True)
 class TrainerConfig:
     """A trainer's static configuration: the algorithm (`ppo`), the network, the execution and the agents' seeds
-    (`num_seeds` agents from `seed`). Built from the sections, or from the flat keys of older versions
-    (`TrainerConfig(num_envs=8, width=32, num_seeds=2)`, also `dataclasses.replace(cfg, seed_axis="map")`): each
-    flat key goes to its section (LEGACY_KEYS) over the sections given."""
+    (`num_seeds` agents from `seed`), built from its sections. `TrainerConfig.of(num_envs=8, width=32)` reads the
+    flat keys of older versions (also over a config's sections: `TrainerConfig.of(cfg, seed_axis="map")`)."""
 
-    ppo: PPOAlgorithm
-    network: NetworkConfig
-    execution: ExecutionConfig
-    num_seeds: int  # independent agents in one compiled program
-    seed: int  # the first; the seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()
+    ppo: PPOAlgorithm = PPOAlgorithm()
+    network: NetworkConfig = NetworkConfig()
+    execution: ExecutionConfig = ExecutionConfig()
+    num_seeds: int = 1  # independent agents in one compiled program
+    seed: int = 0  # the first; the seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()
 
-    def __init__(self, ppo: PPOAlgorithm | None = None, network: NetworkConfig | None = None,
-                 execution: ExecutionConfig | None = None, num_seeds: int = 1, seed: int = 0, **flat):
-        if isinstance(network, str):  # the flat key of older versions: the kind
-            network, flat = None, {**flat, "network": network}
-        sections = {"ppo": ppo or PPOAlgorithm(), "network": network or NetworkConfig(),
-                    "execution": execution or ExecutionConfig(), "num_seeds": num_seeds, "seed": seed}
+    def __post_init__(self):
+        problems = _joint_problems(self.network.recurrent, self.ppo.num_envs, self.ppo.num_minibatches,
+                                   self.num_seeds)
+        if problems:
+            raise ConfigError(problems, what="PPO settings")
+
+    @classmethod
+    def of(cls, base: "TrainerConfig | None" = None, **flat) -> "TrainerConfig":
+        """`base` (default: the defaults) with the flat keys of older versions, each moved to its section
+        (LEGACY_KEYS; `network` a kind's name or a NetworkConfig); every section's problems are reported together."""
+        parts = {f.name: getattr(base or cls(), f.name) for f in dataclasses.fields(cls)}
+        if isinstance(flat.get("network"), NetworkConfig):
+            parts["network"] = flat.pop("network")
         unknown = sorted(set(flat) - set(LEGACY_KEYS) - _ALGORITHM)
         if unknown:
             raise TypeError(f"TrainerConfig got unexpected settings {', '.join(unknown)}")
-        kind = flat.get("network", sections["network"].kind)
-        problems: list[str] = []  # every section's, reported together
+        kind = flat.get("network", parts["network"].kind)
+        problems: list[str] = []
 
-        def change(section, update):
+        def change(part, update):
             try:
-                sections[section] = update(sections[section])
+                parts[part] = update(parts[part])
             except ConfigError as e:
                 problems.extend(p for p in e.problems if p not in problems)
 
@@ -189,18 +195,12 @@ class TrainerConfig:
             path = None if key in _ALGORITHM else legacy_path(key, kind)
             if path is not None:
                 change(path[0], lambda part: _replaced(part, path[1:], value) if path[1:] else value)
-        for name, value in sections.items():
-            object.__setattr__(self, name, value)
         # the values asked for, also where another of the algorithm's settings was refused
-        envs, minibatches = (algorithm.get(k, getattr(self.ppo, k)) for k in ("num_envs", "num_minibatches"))
-        if self.network.recurrent != "none" and isinstance(envs, int) and isinstance(minibatches, int) and \
-                minibatches >= 1 and envs % minibatches:
-            problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
-                            f"num_minibatches = {minibatches} must divide num_envs = {envs}")
-        if not isinstance(self.num_seeds, int) or self.num_seeds < 1:
-            problems.append(f"num_seeds: {self.num_seeds!r} must be an integer >= 1")
+        envs, minibatches = (algorithm.get(k, getattr(parts["ppo"], k)) for k in ("num_envs", "num_minibatches"))
+        problems += _joint_problems(parts["network"].recurrent, envs, minibatches, parts["num_seeds"])
         if problems:
             raise ConfigError(problems, what="PPO settings")
+        return cls(**parts)
 
     @property
     def seeds(self) -> tuple[int, ...]:
@@ -219,7 +219,19 @@ class TrainerConfig:
         base = dict(num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8,
                     clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=1.0, lr=2e-4, anneal_lr=True,
                     total_updates=15258, width=512, depth=3, activation="tanh")
-        return cls(**{**base, **overrides})
+        return cls.of(**{**base, **overrides})
+
+
+def _joint_problems(recurrent: str, envs, minibatches, num_seeds) -> list[str]:
+    """The checks across sections."""
+    problems = []
+    if recurrent != "none" and isinstance(envs, int) and isinstance(minibatches, int) and minibatches >= 1 and \
+            envs % minibatches:
+        problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
+                        f"num_minibatches = {minibatches} must divide num_envs = {envs}")
+    if not isinstance(num_seeds, int) or num_seeds < 1:
+        problems.append(f"num_seeds: {num_seeds!r} must be an integer >= 1")
+    return problems
 
 
 _ALGORITHM = frozenset(f.name for f in dataclasses.fields(PPOAlgorithm))
