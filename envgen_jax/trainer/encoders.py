@@ -26,7 +26,7 @@ from envgen_jax.trainer.networks import (ActorCritic, ConvEncoder, FlatEncoder, 
 ACTIVATION = Literal["tanh", "relu", "gelu"]
 
 
-class Convolutional:
+class ChannelsChecked:
     """The check of a kind with `channels` (a mixin of settings classes: fields stay in each kind's class)."""
 
     PATH: ClassVar[str]
@@ -38,7 +38,7 @@ class Convolutional:
         return []
 
 
-class ReadsMap(Convolutional):
+class ReadsMap(ChannelsChecked):
     """A kind that convolves the local map at the start of a symbolic observation (the env's `map_shape`)."""
 
     OBSERVATIONS: ClassVar[tuple[str, ...]] = ("symbolic",)
@@ -106,7 +106,7 @@ class MapNet(ReadsMap, Declared):
 
 
 @dataclasses.dataclass(frozen=True)
-class ConvNet(Convolutional, Declared):
+class ConvNet(ChannelsChecked, Declared):
     """'conv' (pixel observations [H, W, C]): an IMPALA-style ResNet shared by both heads (per stack: 3x3 conv,
     max-pool 3/2, `res_blocks` residual blocks), then Dense(width), then the heads. The paper's agent: channels
     (64, 128, 128), norm, width 256, head_width 1024 (Moon et al.'s AD repository, after VPT's ImpalaCNN)."""

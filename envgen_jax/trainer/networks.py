@@ -32,7 +32,7 @@ step of a batch of env slots) or `unroll` (a [T, N] sequence from a stored initi
 Parameter names: the encoder's and the torso's layers sit in the agent's own namespace (`nn.share_scope`), under
 the names of the first release's single ActorCritic ("ImpalaEncoder_0", "Dense_0", "actor_torso", ...): flax draws
 each initial parameter from its path, so the initial parameters stay what they were; layers renamed since are
-renamed on restore (trainer/migrations.py, PARAMETER_RENAMES).
+renamed on restore (trainer/migrations.py, migration 4).
 
 `ActorCritic.__call__(obs[..., *obs_shape]) -> (logits[..., A], value[...])` for feed-forward networks;
 `policy(logits)` gives the `distrax.Categorical`. Observations of any dtype are cast to float32; batch dims are free.
