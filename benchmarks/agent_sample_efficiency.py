@@ -132,33 +132,33 @@ RECIPES: dict[str, dict] = {
                        "why": "ladder rung 1: lowsample_mlp with the paper's rollout shape and epochs (8 envs x 512 "
                               "steps, 3 epochs x 8 minibatches)"},
     # The other rungs keep LOW_SAMPLE's PPO and change the network (and, last, the observation). The conv rungs run
-    # their 3x3 convolutions as patches x kernel (execution.seed_axis dense): vmapped over seeds, XLA:CPU makes
+    # their 3x3 convolutions as patches x kernel (execution.conv_as_matmul): vmapped over seeds, XLA:CPU makes
     # grouped convolutions of nn.Conv, many times slower than these batched matrix products.
     "ladder_trunk": {"ppo": {**LOW_SAMPLE, "network": "trunk"},
                      "why": "ladder rung 2: lowsample_mlp with the paper's trunk and shared heads on the flat vector "
                             "(LayerNorm -> Dense 256 -> ReLU -> LayerNorm -> Dense 1024 -> ReLU -> policy and value "
                             "heads, network.kind trunk; 629,396 parameters)"},
-    "ladder_grid": {"ppo": {**LOW_SAMPLE, "network": "grid", "seed_axis": "dense"},
+    "ladder_grid": {"ppo": {**LOW_SAMPLE, "network": "grid", "conv_as_matmul": True},
                     "why": "ladder rung 3: the paper's encoder on the symbolic grid: the 7 x 9 x 21 map through "
                            "IMPALA stacks with GroupNorm (32, 64, 64; 2 residual blocks each; SAME pools 7x9 -> 4x5 "
                            "-> 2x3 -> 1x2), the rest of the vector joined before rung 2's trunk (network.kind grid; "
-                           "716,606 parameters); seed_axis dense: the convolutions as batched matrix products"},
+                           "716,606 parameters); conv_as_matmul: the convolutions as batched matrix products"},
     # Drawn at 3 x 3 pixels a cell (21 x 27): at the 49 x 63 of cell 7 (the pixel view's scale) a CPU trained 16 env
     # steps/s, about 17 hours for the rung's 2 x 0.5M; at cell 3 the convolutions cost about a quarter.
     "ladder_drawn": {"ppo": {**LOW_SAMPLE, "network": NetworkConfig(kind="drawn", drawn=DrawnNet(cell=3)),
-                             "seed_axis": "dense"},
+                             "conv_as_matmul": True},
                      "why": "ladder rung 4: the symbolic map drawn as a 21 x 27 x 3 image (each cell a 3 x 3 patch of "
                             "a fixed colour per block and mob) through the pixel network's structure at (16, 32, 32) "
                             "channels (GroupNorm, 2 residual blocks a stack), the rest of the vector joined before "
-                            "the trunk (network.kind drawn, network.drawn.cell 3; 485,534 parameters); seed_axis "
-                            "dense: the convolutions as batched matrix products"},
+                            "the trunk (network.kind drawn, network.drawn.cell 3; 485,534 parameters); "
+                            "conv_as_matmul: the convolutions as batched matrix products"},
     "ladder_pixels_narrow": {"ppo": {**LOW_SAMPLE, "network": "conv", "conv_channels": (16, 32, 32),
-                                     "conv_norm": True, "head_width": 1024, "seed_axis": "dense"},
+                                     "conv_norm": True, "head_width": 1024, "conv_as_matmul": True},
                              "observation": "pixels",
                              "why": "ladder rung 5: pixel observations (63 x 63 x 3) through a narrower copy of the "
                                     "paper's network: IMPALA (16, 32, 32) with GroupNorm, LayerNorm -> Dense 256 -> "
                                     "LayerNorm -> Dense 1024, shared heads (909,170 parameters; the paper's: "
-                                    "3,950,738); seed_axis dense: the convolutions as batched matrix products"},
+                                    "3,950,738); conv_as_matmul: the convolutions as batched matrix products"},
 }
 
 
@@ -166,7 +166,7 @@ RECIPES: dict[str, dict] = {
 def recipe_config(name: str, seeds: int) -> tuple[PPOConfig, list[int], dict[str, list[float]]]:
     """(the PPOConfig, one seed per agent, the traced hyperparameters per agent) of a recipe."""
     recipe = RECIPES[name]
-    cfg = PPOConfig(**recipe["ppo"])
+    cfg = PPOConfig.of(**recipe["ppo"])
     grid = recipe.get("grid", {})
     points = max((len(v) for v in grid.values()), default=1)
     agent_seeds = [s for _ in range(points) for s in range(seeds)]

@@ -81,8 +81,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from envgen_jax import games  # noqa: E402
 from envgen_jax.llm.designer import Designer  # noqa: E402
 from envgen_jax.llm.errors import DesignError, LLMError  # noqa: E402
-from envgen_jax.llm.prompts import (feedback_prompt, generation_prompt, normalise_success,  # noqa: E402
-                                    weakest_quarter)
+from envgen_jax.llm.prompts import (analysis_prompt, feedback_prompt, generation_prompt,  # noqa: E402
+                                    normalise_success, render, weakest_quarter, written_prompt)
 from envgen_jax.llm.settings import LLMSettings  # noqa: E402
 from envgen_jax.llm.spec import EnvSpec  # noqa: E402
 from envgen_jax.llm.transcript import read_transcript  # noqa: E402
@@ -268,9 +268,49 @@ class TrialDesigner(Designer):
             return lagging_skills(self.spec, success)
         return super().focus_skills(success)
 
-    def unserved_skills(self, success):
-        return weakest_quarter(self.spec, success) if getattr(self.settings, "unserved", "") == "targets_first" \
-            else super().unserved_skills(success)
+    def revise(self, draft):
+        """unserved "targets_first": when a feedback design leaves a skill of the weakest quarter unserved, one
+        environment (`unserved_slot`) is asked again, naming its targets first, from those skills."""
+        if getattr(self.settings, "unserved", "") != "targets_first" or draft.success is None:
+            return draft
+        slot, missing = unserved_slot(draft.configs, weakest_quarter(self.spec, draft.success), self.spec.targeting)
+        if slot is None:
+            return draft
+        keep = [i for i in range(draft.n) if i != slot]
+        configs, purposes, targets = ([xs[i] for i in keep] for xs in (draft.configs, draft.purposes, draft.targets))
+        text = "\n\n".join([draft.prompt, written_prompt(configs, targets),
+                             *([analysis_prompt(draft.analysis)] if draft.analysis else []),
+                             unserved_prompt(missing, draft.n, draft.n, self.spec.skills)])
+        parsed, _ = self.turn.answer(draft.base, text, 1, draft.kind, self.requests + draft.replies, self.history,
+                                     configs, with_analysis=False, earlier=draft.earlier, names=tuple(missing))
+        return dataclasses.replace(draft, configs=[*configs, *parsed.configs], purposes=[*purposes, *parsed.purposes],
+                                   targets=[*targets, *map(list, parsed.targets)], replies=draft.replies + 1)
+
+
+UNSERVED_PROMPT = Path(__file__).resolve().parent / "designer_prompts" / "unserved.txt"
+
+
+def unserved_prompt(missing, which: int, total: int, skills: str = "achievements") -> str:
+    """The turn that asks a design's environment again for the weak skills none of its environments serves."""
+    return render(UNSERVED_PROMPT.read_text(encoding="utf-8"), "unserved.txt", ("missing", "which"),
+                  missing=", ".join(missing), which=which, total=total, skills=skills).strip()
+
+
+def unserved_slot(configs, weak, target_map) -> tuple[int | None, list[str]]:
+    """(the environment to ask again, the weak skills no environment helps), or (None, ...) when every weak skill
+    is served or every environment is the only one serving one of them. The one asked again is the last whose
+    weak skills another environment also serves (first those serving none)."""
+    if not weak or target_map is None:
+        return None, []
+    served = [{w for w in weak if target_map.helps(c, [w])} for c in configs]
+    missing = [w for w in weak if not any(w in s for s in served)]
+    if not missing:
+        return None, []
+    spare = [i for i, s in enumerate(served) if s <= set().union(*(served[:i] + served[i + 1:]))]
+    if not spare:
+        return None, missing
+    empty = [i for i in spare if not served[i]]
+    return (empty or spare)[-1], missing
 
 
 # How the designer was asked before this round: achievements by name only, no targets, earlier designs as JSON.

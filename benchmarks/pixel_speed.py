@@ -12,7 +12,8 @@ Parts, each its own compiled program over S seeds (configs/crafter_ppo_paper_age
     chunk    one whole PPO update (rollout, GAE, learn) as a training chunk runs it: the figure that counts
     eval     the evaluator's loop (8 envs a seed, a fixed number of steps, sampling the policy)
 so `rollout - env` is the forward passes and `chunk - rollout - learn` the rest. A variant is
-`seed_axis:compute_dtype` (execution.seed_axis vmap | map | dense; execution.compute_dtype float32 | bfloat16).
+`seed_axis:compute_dtype` (execution.seed_axis vmap | map, or dense: vmap with execution.conv_as_matmul;
+execution.compute_dtype float32 | bfloat16).
 
 Every row is saved as it is measured (a run cut off by a time limit keeps its rows) and rows from earlier
 invocations are kept (a row measured again replaces its older self), so parts, seed counts and variants of XLA's flags
@@ -23,7 +24,6 @@ A part that fails (out of memory, say) is saved as a row with its error, and the
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import statistics
@@ -101,9 +101,11 @@ class Parts:
 
 def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
     from envgen_jax.trainer.evaluate import make_evaluator
-    from envgen_jax.trainer import make_trainer
+    from envgen_jax.trainer import TrainerConfig, make_trainer
     axis, dtype = variant
-    ppo = dataclasses.replace(cfg.trainer_ppo, seed_axis=axis, compute_dtype=dtype, num_seeds=seeds)
+    dense = axis == "dense"  # the seeds vmapped, each convolution a matrix product (execution.conv_as_matmul)
+    ppo = TrainerConfig.of(cfg.trainer_ppo, seed_axis="vmap" if dense else axis, conv_as_matmul=dense,
+                           compute_dtype=dtype, num_seeds=seeds)
     trainer = make_trainer(env, ppo)
     ts = trainer.init(bank, rows)
     parts = Parts(trainer, bank, rows, args.eval_steps)

@@ -287,3 +287,97 @@ def merge_settings(base: Mapping, over: Mapping) -> dict:
         else:
             out[key] = value
     return out
+
+
+# ----------------------------------------------------------------------------------------------- old keys
+OldKey = typing.Callable[[dict, str, Any, list], "Sequence[str] | Mapping[str, Any] | None"]
+"""A rule of an old-key table: (the whole mapping, the key's last part, its value, problems) -> the paths it moves
+to (several: each gets the value; none: it is dropped, as the settings that read it ignore it; a mapping: each path
+with its own value), or None where the key is no old key (it stays)."""
+
+
+def move_old_keys(data: Mapping, table: Mapping[str, "str | OldKey"], overrides: Sequence[str] = (),
+                  problems: list[str] | None = None) -> tuple[dict, dict[str, str]]:
+    """`data` with the keys of older versions moved to where they live today. `table`: old path ('ppo.width', or
+    'ued.*' for each key of a section) -> its new path, or a rule (`OldKey`) where the new path depends on the rest
+    of the mapping; rows move in the table's order. Where the new path holds another value, the one `overrides` set
+    (a --set of it, of a section above it or of a value inside it; already applied to `data`) wins; set alike both
+    ways, it is a problem naming both. Returns (the mapping, {new path: old path}) to name the moved keys' problems
+    by the key written (`renamed`)."""
+    own = problems is None
+    problems = [] if own else problems
+    data = _copied(data)
+    set_by = {item.partition("=")[0].strip() for item in overrides}
+    renames: dict[str, str] = {}
+    for old, rule in table.items():
+        section, _, key = old.rpartition(".")
+        parent = _node(data, section.split(".")) if section else data
+        if not isinstance(parent, dict):
+            continue
+        for name in [k for k in parent if key in ("*", k)]:
+            value = parent[name]
+            here = f"{section}.{name}" if section else name
+            paths = [rule] if isinstance(rule, str) else rule(data, name, value, problems)
+            if paths is None:
+                continue
+            del parent[name]
+            moves = paths if isinstance(paths, Mapping) else dict.fromkeys(paths, value)
+            for path, new_value in moves.items():
+                if _put(data, path.split("."), new_value, _set(set_by, here), _set(set_by, path), here, problems):
+                    renames[path] = here
+        if key == "*" and _node(data, section.split(".")) == {}:  # a section of old keys only
+            _drop(data, section.split("."))
+    if own and problems:
+        raise ConfigError(problems, what="settings")
+    return data, renames
+
+
+def renamed(problems: list[str], renames: Mapping[str, str]) -> list[str]:
+    """Problems naming moved settings by the key the user wrote (`move_old_keys`' renames), each once."""
+    out = []
+    for problem in problems:
+        for new in sorted(renames, key=len, reverse=True):
+            problem = re.sub(rf"(?<![\w.]){re.escape(new)}(?![\w])", renames[new], problem)
+        if problem not in out:
+            out.append(problem)
+    return out
+
+
+def _set(set_by: set, path: str) -> bool:
+    """Whether a --set gave `path`, a section above it or a value inside it."""
+    return any(s == path or path.startswith(s + ".") or s.startswith(path + ".") for s in set_by)
+
+
+def _put(data: dict, path: list[str], value: Any, old_set: bool, new_set: bool, old: str, problems: list) -> bool:
+    """Put an old key's value at `path` unless a value there wins over it (the one rule); whether it was put."""
+    node = data
+    for part in path[:-1]:
+        child = node.get(part)
+        if child is not None and not isinstance(child, dict):
+            return False  # reported when that section is read
+        node[part] = node = {} if child is None else child  # `data` is a copy: its sections change in place
+    new = ".".join(path)
+    if path[-1] in node and node[path[-1]] != value:
+        if old_set == new_set:
+            problems.append(f"{old}: {value!r} differs from {new} = {node[path[-1]]!r}; {old} is the old name of "
+                            f"{new}, give only one")
+        if not old_set or new_set:
+            return False
+    node[path[-1]] = value
+    return True
+
+
+def _copied(data: Mapping) -> dict:
+    return {k: _copied(v) if isinstance(v, Mapping) else v for k, v in data.items()}
+
+
+def _node(data: dict, path: list[str]):
+    for part in path:
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _drop(data: dict, path: list[str]) -> None:
+    parent = _node(data, path[:-1])
+    if isinstance(parent, dict):
+        parent.pop(path[-1], None)

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-from envgen_jax.config_io import apply_overrides, from_mapping, load_config_file, to_mapping
+from envgen_jax.config_io import apply_overrides, from_mapping, load_config_file, move_old_keys, renamed, to_mapping
 from envgen_jax import games, methods
 from envgen_jax.llm import settings as llm_settings
 from envgen_jax.llm.settings import LLMSettings, read_llm
@@ -142,8 +142,8 @@ class RunConfig:
     """the agent's network: `kind` (mlp | map | trunk | grid | drawn | conv) and each kind's settings (`network: {kind: conv, conv:
     {channels: [64, 128, 128]}}`); older configurations' `ppo.width`, `ppo.network`, ... are read into it"""
     execution: ExecutionConfig = ExecutionConfig()
-    """how the agents run: `seed_axis` (training, evaluation and init), `resets_per_step`; the seeds are the
-    top-level `seeds` and `seed`"""
+    """how the agents run: `seed_axis` (training, evaluation and init), `conv_as_matmul`, `compute_dtype`,
+    `resets_per_step`; the seeds are the top-level `seeds` and `seed`"""
     schedule: ScheduleConfig = ScheduleConfig()
     eval: EvalConfig = EvalConfig()
     llm: LLMSettings = dataclasses.field(default=LLMSettings(), metadata={"read": read_llm})
@@ -168,8 +168,6 @@ class RunConfig:
                                                                                        problems=problems))
         if self.method not in METHODS:
             problems.append(f"method: {self.method!r} is not one of {', '.join(METHODS)}")
-        if (self.execution.num_seeds, self.execution.seed) != (1, 0):
-            problems.append("execution.num_seeds / execution.seed: set the top-level `seeds` and `seed` instead")
         problems += self.agent_problems()
         if self.method in METHODS:
             problems += methods.get(self.method).config_problems(self)
@@ -191,14 +189,13 @@ class RunConfig:
 
     @classmethod
     def upgrade_mapping(cls, data: Mapping, problems: list[str]) -> dict:
-        """A run configuration mapping with older versions' `ppo.` network and execution keys in their sections
-        (`config_io.from_mapping` calls it)."""
-        return upgrade_ppo_keys(data, problems)[0]
+        """A run configuration mapping with older versions' keys where they live today (OLD_KEYS;
+        `config_io.from_mapping` calls it)."""
+        return move_old_keys(data, OLD_KEYS, (), problems)[0]
 
     @property
     def trainer_ppo(self) -> PPOConfig:
-        return PPOConfig(self.ppo, self.network,
-                         dataclasses.replace(self.execution, num_seeds=self.num_agents, seed=self.seed))
+        return PPOConfig(self.ppo, self.network, self.execution, num_seeds=self.num_agents, seed=self.seed)
 
     @property
     def num_agents(self) -> int:
@@ -260,60 +257,70 @@ class RunConfig:
 
 
 def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RunConfig:
-    """Read a YAML run configuration (with its `extends:` chain) and apply `--set` overrides; every problem is
-    reported at once."""
+    """Read a YAML run configuration (with its `extends:` chain) and apply `--set` overrides; older versions' keys
+    are moved to today's (OLD_KEYS, a --set winning); every problem is reported at once, named by the key written."""
     data = load_config_file(path) if path else {}
     problems: list[str] = []
-    data = games.upgrade_run_settings(apply_overrides(data, overrides, problems), problems, overrides)  # heist_mode
-    data, moved = methods.upgrade_run_settings(data, problems, overrides)  # ued: -> method_options
-    data = llm_settings.upgrade_run_settings(data, overrides)  # a --set wins, flat or in its llm section
-    data, moved_ppo = upgrade_ppo_keys(data, problems, overrides)  # ppo.width -> network.mlp.width, ...
-    moved = {**moved, **moved_ppo}
+    data, moved = move_old_keys(apply_overrides(data, overrides, problems), OLD_KEYS, overrides, problems)
     config = from_mapping(RunConfig, data, problems=problems)
     if problems:  # a wrong --set string is reported with the settings' problems
-        raise ConfigError(methods.renamed(problems, moved), what="run configuration")
+        raise ConfigError(renamed(problems, moved), what="run configuration")
     return config
 
 
-def upgrade_ppo_keys(data: Mapping, problems: list[str], overrides: Sequence[str] = ()) -> tuple[dict, dict]:
-    """A run configuration mapping whose `ppo:` section holds keys of the flat PPOConfig of older versions
-    (`ppo.width`, `ppo.network`, `ppo.seed_axis`, ...), with each moved to its section (`trainer.config.LEGACY_KEYS`:
-    `ppo.width` to the chosen kind's `network.<kind>.width`). Where the new key gives another value, the one set by
-    a --set (`overrides`, already applied to `data`) wins over the file's; given both ways in the same place, it is
-    a problem naming both. Returns (the mapping, {new path: old path}) for naming problems by the key written."""
-    ppo = data.get("ppo")
-    if not isinstance(ppo, Mapping) or not set(ppo) & set(LEGACY_KEYS):
-        return dict(data), {}
-    data = {**data, "ppo": {k: v for k, v in ppo.items() if k not in LEGACY_KEYS}}
-    set_by_override = {item.partition("=")[0].strip() for item in overrides}
-    renames: dict[str, str] = {}
-    old = [k for k in ppo if k in LEGACY_KEYS]
-    for key in sorted(old, key=lambda k: k != "network"):  # the kind first: where `width` goes depends on it
-        network = data.get("network")
-        kind = network.get("kind", "mlp") if isinstance(network, Mapping) else "mlp"
-        path = legacy_path(key, kind if kind in ENCODERS else "mlp")
-        if path is not None:
-            _move(data, f"ppo.{key}", ppo[key], path, set_by_override, problems, renames)
-    return data, renames
+# -- older versions' keys: one table (config_io.move_old_keys) ------------------------------------------------------
+def _ppo_key(data: dict, key: str, value: Any, problems: list[str]):
+    """A flat key of the trainer config before its sections (`ppo.width`, `ppo.network`, `ppo.seed_axis`): to its
+    section (`trainer.config.LEGACY_KEYS`), `width` and the like to the chosen kind's settings."""
+    if key not in LEGACY_KEYS:
+        return None  # today's ppo: setting
+    network = data.get("network")
+    kind = network.get("kind", "mlp") if isinstance(network, Mapping) else "mlp"
+    path = legacy_path(key, kind if kind in ENCODERS else "mlp")
+    if path in (("num_seeds",), ("seed",)):
+        return _seeds_key(data, key, value, problems, "ppo")
+    return [] if path is None else [".".join(path)]
 
 
-def _move(data: dict, old: str, value: Any, path: tuple[str, ...], set_by_override: set, problems: list[str],
-          renames: dict) -> None:
-    """Put an old key's value at `path` of `data` unless the new key holds another value that wins over it."""
-    node = data
-    for part in path[:-1]:
-        child = node.get(part)
-        if child is not None and not isinstance(child, Mapping):
-            return  # reported when that section is read
-        node[part] = node = dict(child or {})
-    new = ".".join(path)
-    if path[-1] in node and node[path[-1]] != value:
-        old_set = bool({"ppo", old} & set_by_override)
-        new_set = any(".".join(path[:i]) in set_by_override for i in range(1, len(path) + 1))
-        if old_set == new_set:
-            problems.append(f"{old}: {value!r} differs from {new} = {node[path[-1]]!r}; {old} is the old name of "
-                            f"{new}, give only one")
-        if not old_set or new_set:
-            return
-    node[path[-1]] = value
-    renames[new] = old
+def _seeds_key(data: dict, key: str, value: Any, problems: list[str], section: str = "execution"):
+    """`num_seeds` and `seed` in `ppo:` or `execution:`, which older versions wrote at their defaults and refused
+    at any other value: a run's seeds are its top-level `seeds` and `seed`."""
+    if value != {"num_seeds": 1, "seed": 0}[key]:
+        problems.append(f"{section}.{key}: set the top-level `{'seeds' if key == 'num_seeds' else 'seed'}` instead")
+    return []
+
+
+def _dense_seeds(data: dict, key: str, value: Any, problems: list[str]):
+    """`seed_axis: dense` of older versions: the seeds vmapped, each convolution as a matrix product."""
+    return {"execution.seed_axis": "vmap", "execution.conv_as_matmul": True} if value == "dense" else None
+
+
+def _ued_key(data: dict, key: str, value: Any, problems: list[str]):
+    """A key of the `ued:` section, before methods declared their settings: to each method whose options name it
+    (`OPTIONS.LEGACY`: `ued.mastered_at` to sfl, envgen_sfl and scripted), so no value given is dropped."""
+    legacy = {name: getattr(cls.OPTIONS, "LEGACY", {}) for name, cls in methods.REGISTRY.items()}
+    paths = [f"method_options.{name}.{keys[key]}" for name, keys in legacy.items() if key in keys]
+    if not paths:
+        problems.append(f"ued.{key}: unknown setting; allowed: {', '.join(dict.fromkeys(k for v in legacy.values() for k in v))}")
+    return paths
+
+
+def _heist_mode(data: dict, key: str, value: Any, problems: list[str]):
+    """`heist_mode`, a run field before games declared options: Heist's `game_options.mode` (other games ignore
+    it, as they did; its value is checked either way)."""
+    found: list[str] = []
+    games.get("heist").read_options({"mode": value}, "game_options", found)
+    problems += [p.replace("game_options.mode", key, 1) for p in found]
+    return ["game_options.mode"] if not found and data.get("env") == "heist" else []
+
+
+OLD_KEYS = {  # old path -> new path, or the rule that finds it; in this order (the kind before `ppo.width`)
+    "heist_mode": _heist_mode,
+    "ued.*": _ued_key,
+    "llm.*": llm_settings.flat_key,
+    "ppo.network": "network.kind",
+    "ppo.*": _ppo_key,
+    "execution.seed_axis": _dense_seeds,
+    "execution.num_seeds": _seeds_key,
+    "execution.seed": _seeds_key,
+}

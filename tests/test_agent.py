@@ -19,9 +19,9 @@ from envgen_jax.trainer import probes
 from envgen_jax.trainer.checkpoint import save_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
-from envgen_jax.trainer.networks import ActorCritic, patches3x3
+from envgen_jax.trainer.layers import patches3x3
 from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm
-from envgen_jax.trainer.encoders import ConvNet, MapNet, MLPNet, NetworkConfig
+from envgen_jax.trainer.encoders import ConvNet, MapNet, MLPNet, NetworkConfig, actor_critic
 from envgen_jax.trainer.ppo import PPOConfig, ValueNorm
 from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.train import select_seeds
@@ -36,12 +36,12 @@ RECURRENT = dict(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=4, wi
 def memory_trainer():
     """One compiled recurrent trainer (GRU, value normalisation) on the cue-memory probe, shared by the tests."""
     env = probes.CueMemoryEnv()
-    trainer = make_trainer(env, PPOConfig(**RECURRENT, value_norm=True, num_seeds=2))
+    trainer = make_trainer(env, PPOConfig.of(**RECURRENT, value_norm=True, num_seeds=2))
     return trainer, probes.make_bank([1.0]), jnp.zeros(N, jnp.int32)
 
 
 def test_unroll_equals_stepping_and_resets_clear_the_memory():
-    net = ActorCritic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="gru", memory_size=6)
+    net = actor_critic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="gru", memory_size=6)
     t, n = 7, 4
     obs = jax.random.normal(jax.random.PRNGKey(0), (t, n, 5))
     reset = jnp.zeros((t, n), bool).at[3, 1].set(True).at[5, 2].set(True)
@@ -62,7 +62,7 @@ def test_unroll_equals_stepping_and_resets_clear_the_memory():
 
 
 def test_lstm_carries_a_pair():
-    net = ActorCritic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="lstm", memory_size=6)
+    net = actor_critic(num_actions=3, obs_shape=(5,), settings=MLPNet(width=8, depth=1), recurrent="lstm", memory_size=6)
     carry = net.initial_carry(4)
     params = net.init(jax.random.PRNGKey(1), carry, jnp.ones((2, 4, 5)), jnp.zeros((2, 4), bool), method="unroll")
     final, logits, _ = net.apply(params, carry, jnp.ones((2, 4, 5)), jnp.zeros((2, 4), bool), method="unroll")
@@ -91,7 +91,7 @@ def test_recurrent_rollout_is_what_training_replays(memory_trainer):
 
 def test_only_a_recurrent_policy_solves_the_memory_probe(memory_trainer):
     trainer, bank, rows = memory_trainer
-    ff = make_trainer(probes.CueMemoryEnv(), PPOConfig(**{**RECURRENT, "recurrent": "none"}, num_seeds=2))
+    ff = make_trainer(probes.CueMemoryEnv(), PPOConfig.of(**{**RECURRENT, "recurrent": "none"}, num_seeds=2))
     rates = {}
     for name, tr in (("gru", trainer), ("mlp", ff)):
         ts = tr.init(bank, rows)
@@ -133,12 +133,12 @@ def test_a_sweep_row_equals_a_run_with_those_values():
     env = probes.BanditEnv()
     bank, rows = probes.make_bank([1.0]), jnp.zeros(N, jnp.int32)
     base = dict(RECURRENT, recurrent="none", num_minibatches=2)
-    sweep = make_trainer(env, PPOConfig(**base, num_seeds=2))
+    sweep = make_trainer(env, PPOConfig.of(**base, num_seeds=2))
     ts = sweep.init(bank, rows, seeds=[4, 4], hparams={"lr": [3e-3, 1e-3], "gamma": [0.9, 0.5], "ent_coef": 0.0})
     assert sweep.trace_counts["init"] == 1
     ts, m = sweep.train_chunk(ts, bank, rows, num_updates=4)
 
-    single = make_trainer(env, PPOConfig(**{**base, "lr": 1e-3, "gamma": 0.5, "ent_coef": 0.0}, num_seeds=2))
+    single = make_trainer(env, PPOConfig.of(**{**base, "lr": 1e-3, "gamma": 0.5, "ent_coef": 0.0}, num_seeds=2))
     one = single.init(bank, rows, seeds=[4, 4])
     one, m1 = single.train_chunk(one, bank, rows, num_updates=4)
     assert_trees_equal(jax.device_get(select_seeds(ts, 1)), jax.device_get(select_seeds(one, 1)))
@@ -152,7 +152,7 @@ def test_a_sweep_row_equals_a_run_with_those_values():
 
 
 def test_sweep_values_are_checked():
-    trainer = make_trainer(probes.BanditEnv(), PPOConfig(**dict(RECURRENT, recurrent="none"), num_seeds=2))
+    trainer = make_trainer(probes.BanditEnv(), PPOConfig.of(**dict(RECURRENT, recurrent="none"), num_seeds=2))
     with pytest.raises(ConfigError, match="hparams.lr: 3 values for 2 agents"):
         trainer.hparams({"lr": [1e-3, 2e-3, 3e-3]}, count=2)
     with pytest.raises(ConfigError, match="width cannot vary per agent"):
@@ -178,7 +178,7 @@ def test_value_norm_learns_the_value_scale():
     """A constant reward of 50 per 1-step episode: the de-normalised value reaches 50 while the head's raw output
     stays of order 1."""
     env = probes.ConstantRewardEnv()
-    trainer = make_trainer(env, PPOConfig(**dict(RECURRENT, recurrent="none", num_minibatches=2, lr=1e-2),
+    trainer = make_trainer(env, PPOConfig.of(**dict(RECURRENT, recurrent="none", num_minibatches=2, lr=1e-2),
                                           value_norm=True, value_norm_decay=0.9))
     bank, rows = probes.make_bank([50.0]), jnp.zeros(N, jnp.int32)
     ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=60)
@@ -199,7 +199,7 @@ def test_map_encoder_convolution_equals_nn_conv():
 def test_map_network_reads_crafters_layout(crafter_env):
     assert crafter_env.map_shape == (7, 9, 21)
     assert int(np.prod(crafter_env.map_shape)) + 22 == crafter_env.obs_shape[0]
-    net = ActorCritic(num_actions=17, obs_shape=(1345,), map_shape=(7, 9, 21),
+    net = actor_critic(num_actions=17, obs_shape=(1345,), map_shape=(7, 9, 21),
                       settings=MapNet(width=16, depth=1, channels=(4,), layer_norm=True))
     params = net.init(jax.random.PRNGKey(0), jnp.zeros(1345))
     logits, value = net.apply(params, jnp.zeros((2, 3, 1345)))
@@ -208,16 +208,16 @@ def test_map_network_reads_crafters_layout(crafter_env):
 
 def test_agent_settings_are_checked():
     with pytest.raises(ConfigError) as e:
-        PPOConfig(num_envs=6, num_steps=4, num_minibatches=4, recurrent="gru", value_norm_decay=1.0,
+        PPOConfig.of(num_envs=6, num_steps=4, num_minibatches=4, recurrent="gru", value_norm_decay=1.0,
                   map_channels=(0,))
     text = str(e.value)
     assert "ppo.num_minibatches: a recurrent agent learns on whole env trajectories" in text
     assert "ppo.value_norm_decay: 1.0 is not in (0, 1)" in text and "network.map.channels" in text
     with pytest.raises(ConfigError, match="recurrent: 'rnn' is not one of 'none', 'gru', 'lstm'"):
-        PPOConfig(recurrent="rnn")
+        PPOConfig.of(recurrent="rnn")
     with pytest.raises(ConfigError, match="network.kind: 'map' needs an observation that starts with a local map"):
-        make_trainer(probes.BanditEnv(), PPOConfig(network="map"))
-    assert dataclasses.replace(PPOConfig(), recurrent="lstm").network.recurrent == "lstm"
+        make_trainer(probes.BanditEnv(), PPOConfig.of(network="map"))
+    assert PPOConfig.of(PPOConfig(), recurrent="lstm").network.recurrent == "lstm"
 
 
 def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
@@ -239,9 +239,9 @@ def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_run_config(None, ["ppo.depth=0"])
     assert e.value.problems == ["ppo.depth: 0 is below the minimum 1"]  # named by the key written
-    flat = PPOConfig(num_envs=8, network="conv", width=32, num_seeds=2, head_width=4)
+    flat = PPOConfig.of(num_envs=8, network="conv", width=32, num_seeds=2, head_width=4)
     assert flat == PPOConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv", conv=ConvNet(width=32, head_width=4)),
-                             ExecutionConfig(num_seeds=2))
+                             ExecutionConfig(), num_seeds=2)
 
 
 def test_the_observation_and_the_network_are_checked_together():
@@ -257,7 +257,7 @@ def test_the_observation_and_the_network_are_checked_together():
 def test_the_conv_encoders_residual_blocks_are_a_setting():
     counts = []
     for blocks in (2, 1, 0):
-        net = ActorCritic(num_actions=3, obs_shape=(9, 9, 3), settings=ConvNet(channels=(4,), res_blocks=blocks, width=8))
+        net = actor_critic(num_actions=3, obs_shape=(9, 9, 3), settings=ConvNet(channels=(4,), res_blocks=blocks, width=8))
         params = net.init(jax.random.PRNGKey(0), jnp.zeros((9, 9, 3), jnp.uint8))
         counts.append(sum(x.size for x in jax.tree.leaves(params)))
     per_block = 2 * (3 * 3 * 4 * 4 + 4)  # two 3x3 convs of 4 channels
@@ -274,7 +274,7 @@ def test_the_shared_agent_is_the_benchmarks_chosen_recipe():
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
     from benchmarks.agent_sample_efficiency import RECIPES
-    chosen = PPOConfig(**RECIPES["lowsample_mlp"]["ppo"])
+    chosen = PPOConfig.of(**RECIPES["lowsample_mlp"]["ppo"])
     for name in ("base/crafter.yaml", "study_cpu.yaml"):
         cfg = load_run_config(root / "configs" / name)
         assert PPOConfig(cfg.ppo, cfg.network, cfg.execution) == chosen, name

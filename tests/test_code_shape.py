@@ -220,3 +220,25 @@ def test_no_function_over_100_lines():
 def test_no_settings_class_over_20_fields():
     _, _, fields = _sizes()
     assert {c: n for c, n in fields.items() if n > MAX_FIELDS and c not in DESIGN_SPACES} == {}
+
+
+# -- issue 63: the agent as modules, old keys in one place ----------------------------------------------------------
+def test_one_convolution_one_residual_block_and_no_layers_set_by_name():
+    trainer = [PACKAGE / "trainer" / name for name in ("layers.py", "networks.py", "encoders.py")]
+    classes = [node.name for path in trainer for node in ast.walk(ast.parse(path.read_text()))
+               if isinstance(node, ast.ClassDef)]
+    assert [c for c in classes if "Conv" in c and "Encoder" not in c and "Net" not in c] == ["Conv"]
+    assert [c for c in classes if "ResidualBlock" in c] == ["ResidualBlock"]
+    calls = {node.func.id for path in trainer for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert "setattr" not in calls
+
+
+def test_older_keys_are_moved_by_one_function_with_one_message():
+    """The --set-wins rule and its message live in config_io alone; run_config holds the one table."""
+    message = "is the old name of"
+    assert [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py")) if message in p.read_text()] == \
+        ["config_io.py"]
+    movers = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
+              if "move_old_keys(" in p.read_text() and "def move_old_keys(" not in p.read_text()]
+    assert movers == ["llm/settings.py", "run_config.py", "study/settings.py"]

@@ -63,8 +63,9 @@ def conv_runs(pixel_env):
     rows = jnp.array([0, 1, 0, 1], jnp.int32)
     out = {}
     for how, seeds in (("vmap", None), ("map", None), ("dense", None), ("dense", [1])):
-        cfg = PPOConfig(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
-                        conv_channels=(8, 8), num_seeds=2, seed_axis=how)
+        cfg = PPOConfig.of(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
+                        conv_channels=(8, 8), num_seeds=2, seed_axis="vmap" if how == "dense" else how,
+                        conv_as_matmul=how == "dense")
         trainer = make_trainer(pixel_env, cfg)
         # blank slots, filled by the chunk's reset: no world in the init
         ts = trainer.init(bank, rows, seeds=seeds, episodes=False)
@@ -95,7 +96,7 @@ def test_seeds_one_after_another_train_as_vmapped_with_dense_convolutions(conv_r
 
 
 def test_dense_seeds_train_as_vmapped_with_matrix_products_and_seed_i_is_run_i(conv_runs):
-    """ppo.seed_axis='dense': the seeds are vmapped but each 3x3 convolution is patches x kernel, so the program has
+    """execution.conv_as_matmul: the seeds are vmapped but each 3x3 convolution is patches x kernel, so the program has
     no grouped convolution (a batched matrix product instead); the agents train as the vmapped ones (up to float
     summation order), and seed 1 of the two-seed run is the run of seed 1 alone."""
     (vmapped, _, vmap_params, vmap_metrics), (dense, _, params, metrics) = conv_runs["vmap"], conv_runs["dense"]
@@ -133,7 +134,7 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
         ("conv", (64, 128, 128), 2, True, 256, 1024)
     assert 3.8e6 < parameter_count(RunParts.of(cfg)) < 4.2e6  # the paper: "about 4M"
 
-    tiny = dataclasses.replace(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
+    tiny = PPOConfig.of(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
                                conv_channels=(4, 8), width=16, head_width=32)
     trainer = make_trainer(pixel_env, tiny)
     bank = make_params([CrafterConfig.original()])

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.encoders import DrawnNet, GridNet, TrunkNet
-from envgen_jax.trainer.networks import ActorCritic, cell_colours, count_params, draw_cells
+from envgen_jax.trainer.encoders import DrawnNet, GridNet, TrunkNet, actor_critic
+from envgen_jax.trainer.layers import cell_colours, draw_cells
+from envgen_jax.trainer.networks import count_params
 from envgen_jax.trainer.ppo import PPOConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,20 +29,20 @@ TINY = {"trunk": TrunkNet(width=8, head_width=16),
 
 @pytest.mark.parametrize("kind", list(TINY))
 def test_each_ladder_encoder_gives_logits_and_values(kind):
-    net = ActorCritic(num_actions=3, obs_shape=OBS, settings=TINY[kind], map_shape=MAP)
+    net = actor_critic(num_actions=3, obs_shape=OBS, settings=TINY[kind], map_shape=MAP)
     obs = jax.random.uniform(jax.random.PRNGKey(1), (2, 5) + OBS)
     params = net.init(jax.random.PRNGKey(0), obs[0, 0])
     logits, value = net.apply(params, obs)
     assert logits.shape == (2, 5, 3) and value.shape == (2, 5)
     assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
-    if kind != "trunk":  # seed_axis dense: the same parameters, the convolutions as patches x kernel
-        dense = ActorCritic(num_actions=3, obs_shape=OBS, settings=TINY[kind], map_shape=MAP, conv_as_matmul=True)
+    if kind != "trunk":  # conv_as_matmul: the same parameters, the convolutions as patches x kernel
+        dense = actor_critic(num_actions=3, obs_shape=OBS, settings=TINY[kind], map_shape=MAP, conv_as_matmul=True)
         np.testing.assert_allclose(dense.apply(params, obs)[0], logits, rtol=1e-4, atol=1e-5)
 
 
 def test_a_memory_reads_the_grid_encoders_features():
     from envgen_jax.trainer.networks import Agent
-    agent = Agent(ActorCritic(num_actions=3, obs_shape=OBS, settings=TINY["grid"], map_shape=MAP, recurrent="gru",
+    agent = Agent(actor_critic(num_actions=3, obs_shape=OBS, settings=TINY["grid"], map_shape=MAP, recurrent="gru",
                               memory_size=4))
     params = agent.init(jax.random.PRNGKey(0))
     obs = jnp.ones((2, 3) + OBS)  # [T, N]
@@ -53,7 +54,7 @@ def test_the_grid_encoders_need_a_map():
     for settings in (GridNet(), DrawnNet()):
         assert settings.input_problems((63, 63, 3), None) == [
             f"network.kind: {settings.PATH.split('.')[1]!r} needs an observation that starts with a local map; "
-            "this env with these settings has none"]
+            "this env with these settings has none (use 'mlp', 'trunk' or 'conv')"]
     with pytest.raises(ConfigError):
         GridNet(channels=())
 
@@ -62,7 +63,7 @@ def test_parameter_counts_are_the_stated_ones():
     """The counts docs/agent.md, the encoders' docstrings and the recipes state, on Craftax-Classic's 1345-vector
     with its 7 x 9 x 21 map and 17 actions (shapes only: nothing is computed)."""
     def count(settings, obs_shape=(1345,)):
-        net = ActorCritic(num_actions=17, obs_shape=obs_shape, settings=settings, map_shape=(7, 9, 21))
+        net = actor_critic(num_actions=17, obs_shape=obs_shape, settings=settings, map_shape=(7, 9, 21))
         return count_params(jax.eval_shape(net.init, jax.random.PRNGKey(0), jnp.zeros(obs_shape)))
     assert count(TrunkNet()) == 629_396
     # grid: the stacks end at 1 x 2 cells x 64 channels, joined with the 22 other features
@@ -95,13 +96,13 @@ def test_the_ladder_recipes():
                                                     "update_epochs": 3}
     for name, _ in LADDER:
         cfg, _, _ = ase.recipe_config(name, 2)
-        base = PPOConfig(**ase.LOW_SAMPLE, num_seeds=2)
+        base = PPOConfig.of(**ase.LOW_SAMPLE, num_seeds=2)
         if name not in ("lowsample_mlp", "ladder_rollout"):  # the network rungs keep LOW_SAMPLE's algorithm
             assert cfg.ppo == base.ppo, name
     grid, _, _ = ase.recipe_config("ladder_grid", 1)
-    assert grid.network.kind == "grid" and grid.network.grid == GridNet() and grid.execution.seed_axis == "dense"
+    assert grid.network.kind == "grid" and grid.network.grid == GridNet() and grid.execution.conv_as_matmul
     drawn, _, _ = ase.recipe_config("ladder_drawn", 1)
-    assert drawn.network.kind == "drawn" and drawn.network.drawn.cell == 3 and drawn.execution.seed_axis == "dense"
+    assert drawn.network.kind == "drawn" and drawn.network.drawn.cell == 3 and drawn.execution.conv_as_matmul
     pixels, _, _ = ase.recipe_config("ladder_pixels_narrow", 1)
     assert ase.observation("ladder_pixels_narrow") == "pixels" and ase.observation("ladder_trunk") == "symbolic"
     assert (pixels.network.kind, pixels.network.conv.channels, pixels.network.conv.norm, pixels.network.conv.width,

@@ -701,9 +701,8 @@ def test_weak_needs_and_levers_list_only_the_weakest_quarter():
 
 def test_targets_first_asks_one_spare_environment_again_for_the_weak_skills_none_serves(tmp_path):
     """`unserved: targets_first`, measured and not adopted: no setting of the designer's, a variant of
-    benchmarks/designer_quality.py (its TrialDesigner) on the designer's `unserved_skills` hook."""
-    from benchmarks.designer_quality import Trial, TrialDesigner
-    from envgen_jax.llm.designer import unserved_slot
+    benchmarks/designer_quality.py (its TrialDesigner) on the designer's one hook, `revise`."""
+    from benchmarks.designer_quality import Trial, TrialDesigner, unserved_slot
     iron = {"environment_settings": {"iron_rarity": "very common"}, "inventory_settings": {"iron": 2}}
     iron2 = {"inventory_settings": {"iron": 1, "coal": 2}}
     plants = {"inventory_settings": {"sapling": 2}}
@@ -739,8 +738,6 @@ def test_targets_first_asks_one_spare_environment_again_for_the_weak_skills_none
 
 
 def test_focus_weakest_asks_each_feedback_environment_for_one_weak_skill_in_turn(tmp_path):
-    from envgen_jax.llm.prompts import focus_skills
-    assert focus_skills(["a", "b"], 5) == ["a", "b", "a", "b", "a"] and focus_skills([], 3) == []
     one = {"inventory_settings": {"sapling": 1}}
     two = {"inventory_settings": {"sapling": 2}}
     three = {"environment_settings": {"target_biome": "grassland"}}
@@ -753,6 +750,13 @@ def test_focus_weakest_asks_each_feedback_environment_for_one_weak_skill_in_turn
         assert ask.endswith(f"Write environment {k} of the 3 for {skill}, among the agent's weakest achievements: "
                             "choose the settings that give the agent what it needs and what comes just before it, "
                             "so that it can learn it there."), ask[-300:]
+    # More environments than weak skills: round again, weakest first.
+    from envgen_jax.llm.prompts import weakest_quarter
+    n = len(weakest_quarter(CRAFTER, PLANTS_WEAK)) + 1
+    replies = [design_json([{"inventory_settings": {"sapling": k}}]) for k in range(1, n + 1)]
+    designer, client, _ = make(tmp_path / "round", replies, settings=settings)
+    designer.feedback(PLANTS_WEAK, n, previous=[CrafterConfig.original()])
+    assert f"Write environment {n} of the {n} for eat_plant," in client.calls[n - 1]["messages"][-1]["content"]
     # All in one reply: the reply's environments named in order. A first design (no feedback) has no focus.
     settings = GUARDED.replace(focus="weakest")
     four = {"creature_settings": {"cows": "very common"}}

@@ -94,7 +94,7 @@ def test_row_stats_from_steps_by_row():
 @pytest.fixture(scope="module")
 def bandit_eval():
     env = probes.BanditEnv()
-    trainer = make_trainer(env, PPOConfig(num_envs=8, num_steps=4, num_minibatches=2, width=8, depth=1,
+    trainer = make_trainer(env, PPOConfig.of(num_envs=8, num_steps=4, num_minibatches=2, width=8, depth=1,
                                           num_seeds=2))
     bank = probes.make_bank([1.0, 1.0], shifts=[0, 1])
     rows = jnp.zeros(8, jnp.int32)
@@ -127,7 +127,7 @@ def test_evaluator_counts_n_episodes_per_env(bandit_eval):
 
 def test_evaluator_reports_none_when_no_episode_finished():
     env = probes.TimeLimitEnv(limit=50)
-    trainer = make_trainer(env, PPOConfig(num_envs=4, num_steps=2, num_minibatches=2, width=8, depth=1))
+    trainer = make_trainer(env, PPOConfig.of(num_envs=4, num_steps=2, num_minibatches=2, width=8, depth=1))
     bank = probes.make_bank([1.0])
     rows = jnp.zeros(4, jnp.int32)
     ts = trainer.init(bank, rows)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,7 +84,7 @@ def test_gae_without_dones_is_discounted_td_lambda():
 
 
 def _train(env, bank, updates, **overrides):
-    cfg = PPOConfig(**{**TINY, **overrides})
+    cfg = PPOConfig.of(**{**TINY, **overrides})
     trainer = make_trainer(env, cfg)
     rows = jnp.zeros(N, jnp.int32)
     ts = trainer.init(bank, rows)
@@ -160,7 +162,7 @@ def test_time_limit_bootstrap(bootstrap, target):
 
 @pytest.fixture(scope="module")
 def two_seed_trainer():
-    cfg = PPOConfig(**{**TINY, "num_seeds": 3})
+    cfg = PPOConfig.of(**{**TINY, "num_seeds": 3})
     return make_trainer(probes.ConstantRewardEnv(), cfg)
 
 
@@ -214,7 +216,7 @@ def test_output_state_matches_input_types(two_seed_trainer):
 
 def test_seed_vmap_matches_single_seed():
     env = probes.BanditEnv()
-    cfg = PPOConfig(**{**TINY, "num_seeds": 3, "seed": 5})
+    cfg = PPOConfig.of(**{**TINY, "num_seeds": 3, "seed": 5})
     trainer = make_trainer(env, cfg)
     bank = probes.make_bank([1.0, 0.5], shifts=[1, 2])
     rows = jnp.asarray([0, 1] * (N // 2), jnp.int32)
@@ -240,7 +242,7 @@ def test_seed_vmap_matches_single_seed():
 
 def test_per_seed_rows_match_shared_rows():
     env = probes.ConstantRewardEnv()
-    trainer = make_trainer(env, PPOConfig(**{**TINY, "num_seeds": 2}))
+    trainer = make_trainer(env, PPOConfig.of(**{**TINY, "num_seeds": 2}))
     bank = probes.make_bank([1.0, 0.5])
     rows = jnp.asarray([0] * 8 + [1] * 8, jnp.int32)
     shared, m_shared = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=2)
@@ -255,7 +257,7 @@ def test_per_seed_rows_match_shared_rows():
 
 def test_lr_anneal_schedule():
     env = probes.ConstantRewardEnv()
-    cfg = PPOConfig(**{**TINY, "anneal_lr": True, "total_updates": 4, "lr": 1e-3})
+    cfg = PPOConfig.of(**{**TINY, "anneal_lr": True, "total_updates": 4, "lr": 1e-3})
     trainer = make_trainer(env, cfg)
     bank = probes.make_bank([1.0])
     rows = jnp.zeros(N, jnp.int32)
@@ -265,26 +267,28 @@ def test_lr_anneal_schedule():
 
 def test_config_validation():
     with pytest.raises(ValueError, match="divisible"):
-        PPOConfig(num_envs=3, num_steps=3, num_minibatches=2)
+        PPOConfig.of(num_envs=3, num_steps=3, num_minibatches=2)
     with pytest.raises(ValueError, match="total_updates"):
-        PPOConfig(anneal_lr=True)
+        PPOConfig.of(anneal_lr=True)
     assert PPOConfig.craftax_baseline().ppo.batch_size == 65536
-    paper = PPOConfig.envgen_paper().ppo
+    from envgen_jax.run_config import load_run_config
+    paper = load_run_config(Path(__file__).resolve().parent.parent / "configs" / "base" / "crafter_pixels.yaml").ppo
     assert (paper.gamma, paper.gae_lambda, paper.update_epochs, paper.num_minibatches, paper.lr) == \
         (0.95, 0.65, 3, 8, 3e-4)
     assert paper.minibatch_size == 512
 
 
 def test_networks_shapes_and_size():
-    from envgen_jax.trainer.networks import ActorCritic, count_params
+    from envgen_jax.trainer.encoders import actor_critic
+    from envgen_jax.trainer.networks import count_params
 
-    mlp = ActorCritic(num_actions=17, obs_shape=(1345,), settings=MLPNet())
+    mlp = actor_critic(num_actions=17, obs_shape=(1345,), settings=MLPNet())
     params = mlp.init(jax.random.PRNGKey(0), jnp.zeros((1345,)))
     assert 2.3e6 < count_params(params) < 2.5e6  # Craftax baselines: about 2.4M on the 1345-d input
     logits, value = mlp.apply(params, jnp.zeros((3, 5, 1345)))
     assert logits.shape == (3, 5, 17) and value.shape == (3, 5)
 
-    conv = ActorCritic(num_actions=17, obs_shape=(63, 63, 3), settings=ConvNet(width=32, channels=(8, 16)))
+    conv = actor_critic(num_actions=17, obs_shape=(63, 63, 3), settings=ConvNet(width=32, channels=(8, 16)))
     params = conv.init(jax.random.PRNGKey(0), jnp.zeros((63, 63, 3)))
     logits, value = conv.apply(params, jnp.ones((2, 4, 63, 63, 3)))
     assert logits.shape == (2, 4, 17) and value.shape == (2, 4)
@@ -320,7 +324,7 @@ def _equations(jaxpr):
 
 def test_a_chunk_compiled_ahead_is_the_program_train_chunk_runs():
     bank, rows = probes.make_bank([1.0]), np.zeros(N, np.int32)
-    ahead, plain = (make_trainer(probes.ConstantRewardEnv(), PPOConfig(**TINY)) for _ in range(2))
+    ahead, plain = (make_trainer(probes.ConstantRewardEnv(), PPOConfig.of(**TINY)) for _ in range(2))
     ts = ahead.init(bank, rows)
     ahead.precompile_chunk(ts, bank, rows, num_updates=2)  # in a thread
     got, m = ahead.train_chunk(ts, bank, rows, num_updates=2)
@@ -376,10 +380,10 @@ def test_a_process_reuses_the_trainer_and_evaluator_of_an_equal_configuration(mo
     from envgen_jax.envs.crafter import CrafterEnv
     from envgen_jax.trainer.evaluate import make_evaluator
     from envgen_jax.trainer.reuse import forget
-    cfg = PPOConfig(**TINY)
+    cfg = PPOConfig.of(**TINY)
     first = make_trainer(CrafterEnv(), cfg)  # building one traces and compiles nothing
-    assert make_trainer(CrafterEnv(), PPOConfig(**TINY)) is first  # equal values, new objects
-    assert make_trainer(CrafterEnv(), PPOConfig(**{**TINY, "width": 16})) is not first
+    assert make_trainer(CrafterEnv(), PPOConfig.of(**TINY)) is first  # equal values, new objects
+    assert make_trainer(CrafterEnv(), PPOConfig.of(**{**TINY, "width": 16})) is not first
     assert make_trainer(CrafterEnv(observation="pixels"), cfg) is not first
     assert make_trainer(CrafterEnv(), cfg, venv=first.venv) is not first  # a VecEnv of one's own
     evaluator = make_evaluator(first, 4, 1, 50)

@@ -1,4 +1,4 @@
-"""The network's computation dtype (execution.compute_dtype) and its convolutions as matrix products (seed_axis dense),
+"""The network's computation dtype (execution.compute_dtype) and its convolutions as matrix products (conv_as_matmul),
 on tiny shapes with no environment: float32 is the program it was before these settings existed, bfloat16 keeps
 parameters and outputs float32 and trains."""
 
@@ -12,8 +12,9 @@ import optax
 import pytest
 from flax.linen.initializers import orthogonal
 
-from envgen_jax.trainer.encoders import ConvNet
-from envgen_jax.trainer.networks import ActorCritic, Conv, MapEncoder
+from envgen_jax.trainer.encoders import ConvNet, actor_critic
+from envgen_jax.trainer.layers import Conv
+from envgen_jax.trainer.networks import MapEncoder
 
 OBS = (9, 9, 3)
 
@@ -33,7 +34,7 @@ def test_conv_is_flax_conv_bit_for_bit_and_its_matmul_form_agrees():
 
 def _network(**kw):
     settings = ConvNet(channels=(4, 8), norm=True, width=16, head_width=16)
-    return ActorCritic(num_actions=5, obs_shape=OBS, settings=settings, **kw)
+    return actor_critic(num_actions=5, obs_shape=OBS, settings=settings, **kw)
 
 
 def _fit(network, steps=30):
@@ -81,8 +82,8 @@ def test_bad_compute_dtype_is_refused():
 
 @pytest.mark.parametrize("dtype", [None, jnp.bfloat16])
 def test_map_encoder_with_residual_blocks_builds_in_either_dtype(dtype):
-    """The map encoder's residual blocks (3x3 convolutions as patches + Dense) in float32 and bfloat16."""
+    """The map encoder's residual blocks (3x3 convolutions as patches x kernel) in float32 and bfloat16."""
     x = jax.random.uniform(jax.random.PRNGKey(0), (2, 7 * 9 * 4 + 5))
-    encoder = MapEncoder((7, 9, 4), channels=(8,), res_blocks=1, dtype=dtype)
+    encoder = MapEncoder((7, 9, 4), channels=(8,), res_blocks=1, width=16, dtype=dtype)
     out = encoder.apply(encoder.init(jax.random.PRNGKey(1), x), x)
-    assert out.shape == (2, 7 * 9 * 8 + 5) and np.isfinite(np.asarray(out, np.float32)).all()
+    assert out.shape == (2, 16) and np.isfinite(np.asarray(out, np.float32)).all()

@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent("""
     from envgen_jax.trainer.sharding import device_mesh, shard_train_state
     assert jax.device_count() == 2, jax.devices()
     seeds, envs = int(sys.argv[1]), 8
-    cfg = PPOConfig(num_envs=envs, num_steps=8, update_epochs=1, num_minibatches=2, width=32, depth=1,
+    cfg = PPOConfig.of(num_envs=envs, num_steps=8, update_epochs=1, num_minibatches=2, width=32, depth=1,
                     num_seeds=seeds)
     bank = make_params([CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3)])
     rows = np.arange(envs) % 2

@@ -20,7 +20,7 @@ from envgen_jax.trainer.factory import make_trainer
 from tests import golden
 from tests.trees import assert_trees_equal
 
-CFG = PPOConfig(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, width=16, depth=1, num_seeds=2,
+CFG = PPOConfig.of(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, width=16, depth=1, num_seeds=2,
                 anneal_lr=True, total_updates=20)
 
 
@@ -156,3 +156,66 @@ def test_a_flat_level_replay_checkpoint_restores_into_a_replay_state(tmp_path):
     assert_trees_equal(restored, state)
     save_checkpoint(tmp_path / "today", state)  # today's layout restores as saved
     assert_trees_equal(trainer.restore(tmp_path / "today", bank, REPLAY), state)
+
+
+# -- migration 4: the 'map' encoder's parameter names before the encoders were modules (issue 63) ----------------
+MAP_AGENT = golden.ROOT / "tests" / "data" / "map_agent_before_issue63.npz"  # recorded at commit 932974f
+
+
+def _nested(flat: dict, prefix: str) -> dict:
+    out: dict = {}
+    for key, value in flat.items():
+        if key.startswith(prefix):
+            *parents, leaf = key[len(prefix):].split("/")
+            node = out
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = jnp.asarray(value)
+    return out
+
+
+def test_a_map_agent_of_the_first_layout_computes_the_same_after_renaming():
+    """A 'map' agent's parameters and outputs as the code before issue 63 made them (3 x 4 cells x 5 channels and 6
+    more features, 5 actions; its encoder a submodule with Dense layers over patches): renamed, today's network
+    computes the same logits and values bit for bit, and the renaming inverts."""
+    from envgen_jax.trainer import migrations
+    from envgen_jax.trainer.encoders import MapNet, actor_critic
+
+    recorded = dict(np.load(MAP_AGENT))
+    old = _nested(recorded, "params/")
+    assert "encoder" in old["params"] and "MapResidualBlock_1" in old["params"]["encoder"]
+    net = actor_critic(MapNet(width=8, depth=1, channels=(4, 6), res_blocks=2, layer_norm=True, activation="gelu"),
+                       (66,), 5, map_shape=(3, 4, 5))
+    params = {"params": migrations._map_as_today(old["params"])}
+    assert jax.tree.map(jnp.shape, params) == jax.tree.map(jnp.shape, jax.eval_shape(net.init, jax.random.PRNGKey(0),
+                                                                                      jnp.zeros(66)))
+    logits, value = net.apply(params, jax.random.uniform(jax.random.PRNGKey(1), (4, 66)))
+    np.testing.assert_array_equal(logits, recorded["logits"])
+    np.testing.assert_array_equal(value, recorded["value"])
+    assert_trees_equal(migrations._map_as_before(params["params"]), old["params"])
+
+
+def test_a_map_agents_checkpoint_of_the_first_layout_restores(tmp_path):
+    """A whole train state saved with the first layout's 'map' names (parameters and Adam's moments) restores into
+    today's, equal to the state it was made from."""
+    import dataclasses
+
+    from envgen_jax.trainer import migrations
+    from envgen_jax.trainer.config import PPOAlgorithm
+    from envgen_jax.trainer.encoders import MapNet, NetworkConfig
+
+    @dataclasses.dataclass(frozen=True)
+    class MapBandit(probes.BanditEnv):
+        map_shape: tuple = (2, 2, 1)  # its one-hot observation read as a 2 x 2 map
+
+    cfg = PPOConfig(PPOAlgorithm(num_envs=4, num_steps=2, num_minibatches=1),
+                    NetworkConfig(kind="map", map=MapNet(width=4, depth=1, channels=(2,), res_blocks=1)))
+    trainer = make_trainer(MapBandit(), cfg)
+    bank, rows = probes.make_bank([1.0]), jnp.zeros(4, jnp.int32)
+    state = jax.device_get(trainer.init(bank, rows))
+    old = migrations._each_params(state, migrations._map_today, migrations._map_as_before)
+    renamed = {jax.tree_util.keystr(path).split("[")[0] for path, _ in jax.tree_util.tree_flatten_with_path(old)[0]
+               if "['encoder']" in jax.tree_util.keystr(path)}
+    assert renamed == {".params", ".opt_state"}, renamed
+    save_checkpoint(tmp_path / "old", old)
+    assert_trees_equal(trainer.restore(tmp_path / "old", bank, rows), state)

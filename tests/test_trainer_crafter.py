@@ -22,7 +22,7 @@ from envgen_jax.trainer.ppo import PPOConfig
 from envgen_jax.trainer.factory import make_trainer
 
 N = 32
-CFG = PPOConfig(num_envs=N, num_steps=64, update_epochs=2, num_minibatches=4, gamma=0.95, gae_lambda=0.8, lr=1e-3,
+CFG = PPOConfig.of(num_envs=N, num_steps=64, update_epochs=2, num_minibatches=4, gamma=0.95, gae_lambda=0.8, lr=1e-3,
                 width=64, depth=2)
 UPDATES = 10  # per chunk: 10 x 32 x 64 = 20,480 env steps
 

@@ -96,7 +96,7 @@ from tests.trees import assert_trees_equal  # noqa: E402
 from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
 N = 16
-TINY = PPOConfig(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
+TINY = PPOConfig.of(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
                  resets_per_step=N)
 # One learnable row, then trivial and impossible ones (SkillEnv; distinct shifts: the agent tells rows apart).
 SKILL_BANK = probes.make_bank([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]], shifts=[1, 2, 3, 0])
@@ -174,7 +174,7 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
     env, cfg = probes.DiscountEnv(), dataclasses.replace(TINY, num_seeds=2)  # 2-step episodes: many refreshes
     bank = probes.make_bank([[1.0, 0.0], [0.5, 0.0]], shifts=[0, 0])
     fixed = np.zeros(cfg.ppo.num_envs, np.int32)
-    for level_sampler, drawn in ((None, RowSampler.one_row(fixed, 2, cfg.execution.num_seeds)),
+    for level_sampler, drawn in ((None, RowSampler.one_row(fixed, 2, cfg.num_seeds)),
                                  (ls.LevelSampler(capacity=2), Replay.held([1.0, 0.0]))):
         trainer = make_trainer(env, cfg, level_sampler=level_sampler)
         a, ma = trainer.train_chunk(trainer.init(bank, fixed), bank, fixed, num_updates=4)
@@ -196,7 +196,7 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
         restored = trainer.restore(path, bank, drawn)
         env_state, saved = trainer.agent_state(restored).env_state, trainer.agent_state(a).env_state
         assert isinstance(env_state, SampledVecState) and (np.asarray(env_state.row) == 0).all()
-        assert env_state.row.shape == env_state.spare_row.shape == (cfg.execution.num_seeds, cfg.ppo.num_envs)
+        assert env_state.row.shape == env_state.spare_row.shape == (cfg.num_seeds, cfg.ppo.num_envs)
         assert_trees_equal([getattr(env_state, f.name) for f in dataclasses.fields(saved)],
                            [getattr(saved, f.name) for f in dataclasses.fields(saved)])
         assert_trees_equal(jax.device_get(trainer.agent_state(restored).replace(env_state=None)),
@@ -205,7 +205,7 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
             assert_trees_equal(restored.sampler, a.sampler)
         trainer.train_chunk(restored, bank, drawn, num_updates=1)  # and trains on, in the drawn layout's program
         with pytest.raises(ConfigError, match="ran fixed rows, and this phase draws its rows from several"):
-            trainer.restore(path, bank, RowSampler(jnp.full((cfg.execution.num_seeds, 2), 0.5)) if level_sampler is None
+            trainer.restore(path, bank, RowSampler(jnp.full((cfg.num_seeds, 2), 0.5)) if level_sampler is None
                             else Replay.held([0.5, 0.5]))
 
 

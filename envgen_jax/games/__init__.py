@@ -14,27 +14,21 @@ test may). Nothing outside the games' packages and this module branches on a gam
 from __future__ import annotations
 
 import importlib
-import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from envgen_jax.envs.game import ConfigurableEnv, Game, GameOptions, parse_options
+from envgen_jax.games.files import read_configs
 from envgen_jax.schema import ConfigError
 
 __all__ = ["GAMES", "NAMES", "ConfigurableEnv", "Game", "GameOptions", "config_class", "get", "make_env",
-           "read_config_file", "read_run_options", "register", "upgrade_run_settings"]
+           "read_config_file", "read_run_options", "register"]
 
 GAMES: dict[str, str | Game] = {
     "crafter": "envgen_jax.envs.crafter.game",
     "heist": "envgen_jax.envs.heist.game",
 }
 NAMES = GAMES.keys()  # a live view: a game registered later is known everywhere (command-line choices included)
-
-# Settings that were top-level run fields before games declared their options (old run directories' config.yaml
-# and study.yaml hold them): old key -> (game, option). The game's runs read it as that option; other games ignore
-# it, as they did.
-LEGACY_RUN_KEYS = {"heist_mode": ("heist", "mode")}
-
 
 def read_run_options(settings: Mapping, value: Any, where: str, problems: list[str], default_env: str) -> Any:
     """A run configuration's `game_options` (`value`), read as the options of the game `settings` names (the run's
@@ -69,106 +63,14 @@ def get(name: str) -> Game:
     return _loaded[entry]
 
 
-def upgrade_run_settings(data: Mapping, problems: list[str] | None = None, overrides: Sequence[str] = ()) -> dict:
-    """A run configuration mapping with its legacy keys (LEGACY_RUN_KEYS) in today's form: `heist_mode: easy` is
-    `game_options: {mode: easy}` for Heist and ignored by other games (its value still checked, as it was). When the
-    new key gives another value, the one set by a --set (`overrides`, already applied to `data`) wins over the
-    file's; given both ways in the same place, they must agree. Problems raise one ConfigError; with `problems` given
-    they are appended to it instead."""
-    own = problems is None
-    problems = [] if own else problems
-    data = dict(data)
-    set_by_override = {item.partition("=")[0].strip() for item in overrides}
-    for key, (owner, option) in LEGACY_RUN_KEYS.items():
-        if key not in data:
-            continue
-        value = data.pop(key)
-        found: list[str] = []
-        get(owner).read_options({option: value}, "game_options", found)
-        problems += [p.replace(f"game_options.{option}", key, 1) for p in found]
-        if found or data.get("env") != owner:
-            continue
-        options = data.get("game_options")
-        if options is None:
-            data["game_options"] = {option: value}
-        elif isinstance(options, Mapping):  # another value is reported when game_options is read
-            old_set = key in set_by_override
-            new_set = bool({"game_options", f"game_options.{option}"} & set_by_override)
-            if option not in options or options[option] == value or (old_set and not new_set):
-                data["game_options"] = {**options, option: value}
-            elif old_set == new_set:
-                problems.append(f"{key}: {value!r} differs from game_options.{option} = {options[option]!r}; "
-                                f"{key} is the old name of game_options.{option}, give only one")
-    if own and problems:
-        raise ConfigError(problems, what="run configuration")
-    return data
-
-
-# ------------------------------------------------------------------------------------- configuration files
-def _no_duplicate_keys(pairs):
-    """json's object hook: a key given twice is an error (json keeps the last silently, dropping the first)."""
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def config_class(env_name: str) -> type:
     return get(env_name).config_cls
 
 
 def read_config_file(path: str | Path, env_name: str) -> list[Any]:
-    """Read configurations from JSON: one config object, a list of them, or {"environments": [...]} as written by
-    `envgen-jax llm generate` and a run's environments/cycle_<c>.json (each item either a config or {"purpose": ...,
-    "config": {...}}, with the designer's "targets" where it wrote them)."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()  # json decodes UTF-8 (or UTF-16/32) itself
-    except FileNotFoundError:
-        raise ConfigError([f"{path}: no such file"]) from None
-    except OSError as e:
-        raise ConfigError([f"{path}: cannot be read ({e.strerror or e})"]) from None
-    try:
-        data = json.loads(raw, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as e:
-        raise ConfigError([f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})"]) from None
-    except UnicodeDecodeError as e:
-        raise ConfigError([f"{path}: not UTF-8 text ({e.reason} at byte {e.start})"]) from None
-    except (ValueError, RecursionError) as e:  # a duplicate key, a number too long, nesting too deep
-        reason = str(e).split(";")[0] if isinstance(e, ValueError) else "nested too deeply"
-        raise ConfigError([f"{path}: not valid JSON ({reason})"]) from None
-    cls = config_class(env_name)
-    if isinstance(data, dict) and "environments" in data:
-        items, where = data["environments"], "environments"
-        if not isinstance(items, list):
-            raise ConfigError([f"environments: expected a list, got {type(items).__name__}"])
-    elif isinstance(data, list):
-        items, where = data, ""
-    else:
-        return [cls.from_dict(data)]
-    configs, problems = [], []
-    for i, item in enumerate(items):
-        here = f"{where}[{i}]"
-        if isinstance(item, dict) and "config" in item:
-            problems += [f"{here}.{key}: unknown key; an environment holds only \"targets\", \"purpose\" and "
-                         f"\"config\"" for key in item if key not in ("targets", "purpose", "config")]
-            if not isinstance(item.get("purpose", ""), str):
-                problems.append(f"{here}.purpose: expected a string, got {type(item['purpose']).__name__}")
-            targets = item.get("targets", [])
-            if not (isinstance(targets, list) and all(isinstance(t, str) for t in targets)):
-                problems.append(f"{here}.targets: expected a list of achievement names, got {targets!r}")
-            item, here = item["config"], f"{here}.config"
-        found = cls.collect_problems(item, here)
-        problems += found
-        if not found:
-            configs.append(cls.from_dict(item))
-    if problems:
-        raise ConfigError(problems, what=f"{env_name} configurations in {path}")
-    if not configs:
-        raise ConfigError([f"{path}: contains no configuration"])
-    return configs
+    """The game's configurations in a JSON file (`files.read_configs`: one config object, a list of them, or
+    {"environments": [...]} as `envgen-jax llm generate` and a run's environments/cycle_<c>.json write them)."""
+    return read_configs(path, config_class(env_name), env_name)
 
 
 def make_env(env_name: str, observation: str = "symbolic", options: Any = None):

@@ -299,13 +299,6 @@ def repeats_prompt(repeats: Sequence[str]) -> str:
     return render_template("repeats.txt", ("repeats",), repeats="\n".join(f"- {r}" for r in repeats)).strip()
 
 
-def unserved_prompt(missing: Sequence[str], which: int, total: int, skills: str = "achievements") -> str:
-    """The turn that asks a design's environment again for the weak skills none of its environments serves
-    (Designer.unserved_skills)."""
-    return render_template("unserved.txt", ("missing", "which"), missing=", ".join(missing), which=which,
-                           total=total, skills=skills).strip()
-
-
 def focus_prompt(skills: Sequence[str], first: int, last: int, total: int, kind: str = "achievements") -> str:
     """What a reply of a feedback design is written for (llm.focus "weakest"): environments first..last (1-based)
     of `total`, one skill each, in order."""
@@ -313,12 +306,6 @@ def focus_prompt(skills: Sequence[str], first: int, last: int, total: int, kind:
     focus = skills[0] if len(skills) == 1 else f"{', '.join(skills)} (one environment each, in this order)"
     return render_template("focus.txt", ("which", "focus"), which=which, focus=focus, total=total,
                            skills=kind).strip()
-
-
-def focus_skills(weak: Sequence[str], n: int) -> list[str]:
-    """The skill each of a design's n environments is asked for (llm.focus): `weak` (the weakest quarter, or its
-    skills a variant chose) in turn, weakest first, round again when n is larger."""
-    return [weak[i % len(weak)] for i in range(n)] if weak else []
 
 
 def repair_prompt(problems: Sequence[str], n: int) -> str:

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence, get_args
+from typing import Any, Literal, Mapping, get_args
 
-from envgen_jax.config_io import from_mapping, load_yaml
+from envgen_jax.config_io import from_mapping, load_yaml, move_old_keys, renamed
 from envgen_jax.llm.models import DEFAULT_OFFLINE_MODEL, OFFLINE_MODELS
 from envgen_jax.schema import ConfigError, Declared, bounded
 
@@ -188,70 +187,29 @@ RETIRED = {"unserved": "accept"}
 NOT_ADOPTED = {("focus", "lagging")}  # values of a setting that stayed, measured in benchmarks/designer_quality.py
 
 
-def nest(data: Any, path: str, problems: list[str], moved: list[tuple[str, str]] | None = None) -> Any:
-    """An `llm:` mapping with its flat keys moved into their sections (`moved` gets each (section, key) moved). A
-    key given both flat and in its section with two values is a problem naming both paths."""
-    if not isinstance(data, Mapping):
-        return data
-    out = {key: dict(value) if isinstance(value, Mapping) else value for key, value in data.items()}
-    for key, value in data.items():
-        here = f"{path}.{key}"
-        if key in SECTIONS:
-            continue
-        del out[key]
-        section = SECTION_OF.get(key)
-        if key in RETIRED or (isinstance(value, str) and (key, value) in NOT_ADOPTED):
-            if value != RETIRED.get(key):
-                problems.append(f"{here}: {value!r} was measured and not adopted (docs/designer.md); "
-                                f"benchmarks/designer_quality.py keeps the variant")
-        elif section is None:
-            problems.append(f"{here}: unknown setting; allowed: {', '.join(SECTIONS)}, or any of their settings "
-                            f"({', '.join(SECTION_OF)})")
-        elif not isinstance(out.setdefault(section, {}), dict):  # `llm.strategy: 3`: the parser names it
-            continue
-        elif key in out[section] and out[section][key] != value:
-            problems.append(f"{here} and {path}.{section}.{key}: two values ({value!r} and "
-                            f"{out[section][key]!r}) for one setting; give it once")
-        else:
-            out[section][key] = value
-            if moved is not None:
-                moved.append((section, key))
-    return out
+def flat_key(_data: Mapping, key: str, value: Any, problems: list[str]):
+    """A key of `llm:` written flat (`llm.model`, or `llm.focus` as before the strategy's section): the path of its
+    section's setting (a row of the old-key table, `config_io.move_old_keys`); a retired key or value is checked
+    and dropped; None for the sections themselves and unknown keys (reported when `llm:` is read)."""
+    if key in RETIRED or (isinstance(value, str) and (key, value) in NOT_ADOPTED):
+        if value != RETIRED.get(key):
+            problems.append(f"llm.{key}: {value!r} was measured and not adopted (docs/designer.md); "
+                            f"benchmarks/designer_quality.py keeps the variant")
+        return []
+    return [f"llm.{SECTION_OF[key]}.{key}"] if key in SECTION_OF else None
 
 
-def upgrade_run_settings(data: Mapping, overrides: Sequence[str] = ()) -> dict:
-    """A run configuration mapping where a setting of `llm:` given both flat and in its section with two values
-    keeps the one a --set gave (`overrides`, already applied to `data`) over the file's, as
-    games.upgrade_run_settings does; given both ways in the same place, `nest` refuses them."""
-    llm = data.get("llm")
-    if not isinstance(llm, Mapping):
-        return dict(data)
-    set_by = {item.partition("=")[0].strip() for item in overrides}
-    covered = lambda prefix: any(p == prefix or p.startswith(prefix + ".") for p in set_by)  # noqa: E731
-    llm = dict(llm)
-    for section in SECTIONS:
-        body = llm.get(section)
-        for key in [k for k in body if k in llm and llm[k] != body[k]] if isinstance(body, Mapping) else []:
-            flat_set, section_set = covered(f"llm.{key}"), covered(f"llm.{section}.{key}") or f"llm.{section}" in set_by
-            if flat_set and not section_set:
-                llm[section] = {k: v for k, v in llm[section].items() if k != key}
-            elif section_set and not flat_set:
-                del llm[key]
-    return {**data, "llm": llm}
+FLAT_KEYS = {"llm.*": flat_key}  # the old-key table's row for `llm:` alone (LLMSettings.from_dict)
 
 
 def read_llm(_run: Mapping, value: Any, path: str, problems: list[str]) -> "LLMSettings | None":
-    """The run configuration's `llm:` field, flat keys included (`from_mapping`'s `read` hook); a problem of a key
-    given flat is named by the path it was given at."""
-    before, moved = len(problems), []
-    nested = nest({} if value is None else value, path, problems, moved)
-    start = len(problems)
-    settings = from_mapping(LLMSettings, nested, path, problems)
-    for i in range(start, len(problems)):
-        for section, key in moved:
-            inside = re.escape(f"{path}.{section}.{key}")
-            problems[i] = re.sub(rf"^{inside}(?=[:\[ ]|$)", f"{path}.{key}", problems[i])
-    return settings if len(problems) == before else None
+    """The run configuration's `llm:` field (`from_mapping`'s `read` hook), its flat keys already moved into their
+    sections (run_config.OLD_KEYS)."""
+    before = len(problems)
+    settings = from_mapping(LLMSettings, {} if value is None else value, path, problems)
+    if len(problems) > before:
+        return None
+    return settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,9 +242,10 @@ class LLMSettings(Declared):
         """Build from a run configuration's `llm:` mapping (sections, or flat keys), through the run
         configuration's parser."""
         problems: list[str] = []
-        settings = read_llm({}, data, "llm", problems)  # not a mapping: a ConfigError naming `llm`
+        nested, moved = move_old_keys({"llm": {} if data is None else data}, FLAT_KEYS, (), problems)
+        settings = read_llm({}, nested.get("llm"), "llm", problems)  # not a mapping: a ConfigError naming `llm`
         if problems:
-            raise ConfigError(problems, what="settings")
+            raise ConfigError(renamed(problems, moved), what="settings")
         return settings
 
     @classmethod

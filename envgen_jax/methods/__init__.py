@@ -40,7 +40,6 @@ may); the driver (`envgen_jax.run.loop`) does not change.
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Sequence
 
 from envgen_jax.methods.adversarial import Adversarial
 from envgen_jax.methods.base import Method
@@ -96,65 +95,6 @@ def register(name: str, cls: type[Method]) -> None:
     if not (isinstance(cls, type) and issubclass(cls, Method)) or cls.NAME != name:
         raise TypeError(f"a method must be a Method subclass with NAME {name!r}, got {cls!r}")
     REGISTRY[name] = cls
-
-
-def upgrade_run_settings(data: Mapping, problems: list[str], overrides: Sequence[str] = ()) -> tuple[dict, dict]:
-    """A run configuration mapping whose `ued:` section (written before methods declared their own settings) is
-    moved to `method_options`: each old key goes to every method whose OPTIONS.LEGACY names it (`ued.mastered_at`
-    to sfl, envgen_sfl and scripted), so no value given is dropped. Where `method_options` gives the same setting
-    another value, the one set by a --set (`overrides`, already applied to `data`) wins over the file's; given both
-    ways in the same place, it is a problem. Returns (the mapping, {new path: old path}), the second for naming
-    problems by the key the user wrote (`renamed`)."""
-    data = dict(data)
-    old = data.pop("ued", None)
-    if old is None:
-        return data, {}
-    if not isinstance(old, Mapping):
-        problems.append(f"ued: expected a mapping of settings, got {old!r}")
-        return data, {}
-    targets: dict[str, list[tuple[str, str]]] = {}
-    for name, cls in REGISTRY.items():
-        for key, field in getattr(cls.OPTIONS, "LEGACY", {}).items():
-            targets.setdefault(key, []).append((name, field))
-    options = data.get("method_options")
-    if options is not None and not isinstance(options, Mapping):
-        return data, {}  # reported when method_options is read
-    options = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (options or {}).items()}
-    set_by_override = {item.partition("=")[0].strip() for item in overrides}
-    renames = {}
-    for key, value in old.items():
-        if key not in targets:
-            problems.append(f"ued.{key}: unknown setting; allowed: {', '.join(targets)}")
-            continue
-        for method, field in targets[key]:
-            if options.get(method) is None:  # an empty section is no value
-                options[method] = {}
-            section, path = options[method], f"method_options.{method}.{field}"
-            if not isinstance(section, Mapping):
-                continue  # reported when method_options is read
-            if field in section and section[field] != value:
-                old_set = bool({"ued", f"ued.{key}"} & set_by_override)
-                new_set = bool({"method_options", f"method_options.{method}", path} & set_by_override)
-                if old_set == new_set:
-                    problems.append(f"ued.{key}: {value!r} differs from {path} = {section[field]!r}; ued.{key} is "
-                                    f"the old name of {path}, give only one")
-                if new_set or old_set == new_set:
-                    continue
-            section[field] = value
-            renames[path] = f"ued.{key}"
-    data["method_options"] = options
-    return data, renames
-
-
-def renamed(problems: list[str], renames: Mapping[str, str]) -> list[str]:
-    """Problems naming the settings moved from `ued:` by the key the user wrote, each once."""
-    out = []
-    for problem in problems:
-        for new in sorted(renames, key=len, reverse=True):
-            problem = problem.replace(new, renames[new])
-        if problem not in out:
-            out.append(problem)
-    return out
 
 
 def get(name: str) -> type[Method]:

@@ -8,10 +8,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from envgen_jax import games
-from envgen_jax import methods as methods_registry
-from envgen_jax.config_io import dump_yaml, from_mapping, parse_yaml
-from envgen_jax.run_config import METHODS, RunConfig, load_run_config
+from envgen_jax.config_io import dump_yaml, from_mapping, move_old_keys, parse_yaml, renamed
+from envgen_jax.run_config import METHODS, OLD_KEYS, RunConfig, load_run_config
 from envgen_jax.schema import ConfigError
 
 
@@ -61,11 +59,10 @@ def resolve(config: str | Path, methods: Sequence[str], seeds: int | None = None
 def load_settings(path: Path) -> StudySettings:
     """A saved study.yaml, its run configuration re-read through the current code (new settings get defaults)."""
     data = parse_yaml(path.read_bytes())
-    run = games.upgrade_run_settings(data["run"])  # a study saved before games had options: heist_mode
     problems: list[str] = []
-    run, moved = methods_registry.upgrade_run_settings(run, problems)  # ... or methods their settings: ued
+    run, moved = move_old_keys(data["run"], OLD_KEYS, (), problems)  # a study saved with older versions' keys
     if problems:
-        raise ConfigError(methods_registry.renamed(problems, moved), what=f"study settings in {path}")
+        raise ConfigError(renamed(problems, moved), what=f"study settings in {path}")
     cfg = from_mapping(RunConfig, {**run, "method": data["methods"][0]})
     return StudySettings(tuple(data["methods"]), _shared(cfg), data.get("config", ""),
                          tuple(data.get("overrides", ())))

@@ -1,10 +1,11 @@
-"""PPOConfig: everything static about a trainer (frozen, hashable: part of the compiled program), in the three
-sections a run configuration names: `ppo` (PPOAlgorithm: the algorithm's sizes, switches and hyperparameters),
+"""TrainerConfig: everything static about a trainer (frozen, hashable: part of the compiled program): the three
+sections a run configuration names, `ppo` (PPOAlgorithm: the algorithm's sizes, switches and hyperparameters),
 `network` (encoders.NetworkConfig: the encoder kind, each kind's settings, the memory) and `execution`
-(ExecutionConfig: how the agents run: their seeds, the seed axis, the env resets).
+(ExecutionConfig: how the agents run: the seed axis, the convolutions, the dtype, the env resets), and the agents'
+seeds (`num_seeds` from `seed`: a run's top-level `seeds` and `seed`). `PPOConfig` is its older name.
 
-    PPOConfig(ppo=PPOAlgorithm(num_envs=8), network=NetworkConfig(kind="conv"), execution=ExecutionConfig(num_seeds=2))
-    PPOConfig(num_envs=8, network="conv", width=256, num_seeds=2)    # the same from the flat keys of older versions
+    TrainerConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv"), ExecutionConfig(), num_seeds=2)
+    TrainerConfig.of(num_envs=8, network="conv", width=256, num_seeds=2)    # the same from older versions' flat keys
 
 The numbers in `HYPERPARAMS` are also carried per agent as traced values (`ppo.Hyperparams`), so a sweep over them
 runs vmapped in one program; the config's values are their defaults.
@@ -13,7 +14,7 @@ runs vmapped in one program; the config's values are their defaults.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Mapping
+from typing import Literal
 
 from envgen_jax.config_io import bounded, declared_problems
 from envgen_jax.schema import ConfigError, Declared
@@ -26,7 +27,8 @@ class PPOAlgorithm:
     in HYPERPARAMS are only the defaults of the traced per-agent values (`ppo.Hyperparams` in the TrainState).
 
     Defaults follow Craftax_Baselines `ppo.py` (craftax-notes section 12) except the sizes, which are small so
-    that CPU runs stay cheap. Presets: `PPOConfig.craftax_baseline()` and `PPOConfig.envgen_paper()`.
+    that CPU runs stay cheap. Presets: `PPOConfig.craftax_baseline()`; the EnvGen paper's agent is
+    configs/base/crafter_pixels.yaml (its one statement).
     """
 
     num_envs: int = bounded(64, minimum=1)
@@ -100,18 +102,17 @@ HYPERPARAMS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef")
 @dataclasses.dataclass(frozen=True)
 class ExecutionConfig(Declared):
     """How the agents run (changes what is computed where, not what is learnt): the run configuration's
-    `execution:` section. A run's seeds are its top-level `seeds` and `seed`."""
+    `execution:` section. The seeds are the trainer config's (a run's top-level `seeds` and `seed`)."""
 
-    num_seeds: int = bounded(1, minimum=1)
-    """independent agents in one compiled run"""
-    seed: int = 0
-    """first seed; seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()"""
-    seed_axis: Literal["vmap", "map", "dense"] = "vmap"
-    """how the agents run side by side in training, evaluation and init: 'vmap' (batched together), 'map' (one
-    after another in the same program) or 'dense' (batched together, each 3x3 convolution computed as its patches
-    times the kernel). Vmapped over their parameters, a conv network's convolutions become grouped convolutions
-    (docs/devices.md); 'map' keeps them dense at the price of a batch per agent; 'dense' makes them batched matrix
-    products (the same parameters and training; for a network without convolutions it is 'vmap')"""
+    seed_axis: Literal["vmap", "map"] = "vmap"
+    """how the agents run side by side in training, evaluation and init: 'vmap' (batched together) or 'map' (one
+    after another in the same program). Vmapped over their parameters, a conv network's convolutions become grouped
+    convolutions (docs/devices.md); 'map' keeps them dense at the price of a batch per agent, `conv_as_matmul`
+    makes them batched matrix products"""
+    conv_as_matmul: bool = False
+    """each 3x3 convolution computed as its patches times the kernel (`layers.Conv`; the same parameters and
+    training): vmapped over the seeds, a batched matrix product instead of a grouped convolution (the older
+    `seed_axis: dense` is 'vmap' with this)"""
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
     """dtype of the network's activations and matrix products: 'bfloat16' is mixed precision (parameters, optimizer
     state, normalisation statistics, logits, values and the losses stay float32); off until its learning is
@@ -120,10 +121,6 @@ class ExecutionConfig(Declared):
     """fresh worlds generated per vector-env step (VecEnv; 0: its default, max(1, num_envs // 256))"""
 
     PATH, WHAT = "execution.", "execution settings"
-
-    @property
-    def seeds(self) -> tuple[int, ...]:
-        return tuple(range(self.seed, self.seed + self.num_seeds))
 
 
 # The flat keys of PPOConfig before it had sections (run configurations, saved runs and studies still hold them):
@@ -134,7 +131,7 @@ LEGACY_KEYS: dict[str, tuple[str, ...] | None] = {
     "memory_size": ("network", "memory_size"), "width": None, "depth": None, "activation": None, "layer_norm": None,
     "map_channels": ("network", "map", "channels"), "map_res_blocks": ("network", "map", "res_blocks"),
     "conv_channels": ("network", "conv", "channels"), "conv_norm": ("network", "conv", "norm"),
-    "head_width": ("network", "conv", "head_width"),
+    "head_width": ("network", "conv", "head_width"), "num_seeds": ("num_seeds",), "seed": ("seed",),
     **{f.name: ("execution", f.name) for f in dataclasses.fields(ExecutionConfig)},
 }
 
@@ -155,32 +152,40 @@ def _replaced(obj, path: tuple[str, ...], value):
     return dataclasses.replace(obj, **{head: _replaced(getattr(obj, head), tuple(rest), value) if rest else value})
 
 
-@dataclasses.dataclass(frozen=True, init=False)
-class PPOConfig:
-    """A trainer's static configuration: the algorithm (`ppo`), the network and the execution. Built from the
-    sections, or from the flat keys of older versions (`PPOConfig(num_envs=8, width=32, num_seeds=2)`, also
-    `dataclasses.replace(cfg, num_seeds=2)`): each flat key goes to its section (LEGACY_KEYS) over the sections
-    given."""
+@dataclasses.dataclass(frozen=True)
+class TrainerConfig:
+    """A trainer's static configuration: the algorithm (`ppo`), the network, the execution and the agents' seeds
+    (`num_seeds` agents from `seed`), built from its sections. `TrainerConfig.of(num_envs=8, width=32)` reads the
+    flat keys of older versions (also over a config's sections: `TrainerConfig.of(cfg, seed_axis="map")`)."""
 
-    ppo: PPOAlgorithm
-    network: NetworkConfig
-    execution: ExecutionConfig
+    ppo: PPOAlgorithm = PPOAlgorithm()
+    network: NetworkConfig = NetworkConfig()
+    execution: ExecutionConfig = ExecutionConfig()
+    num_seeds: int = 1  # independent agents in one compiled program
+    seed: int = 0  # the first; the seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()
 
-    def __init__(self, ppo: PPOAlgorithm | None = None, network: NetworkConfig | None = None,
-                 execution: ExecutionConfig | None = None, **flat):
-        if isinstance(network, str):  # the flat key of older versions: the kind
-            network, flat = None, {**flat, "network": network}
-        sections = {"ppo": ppo or PPOAlgorithm(), "network": network or NetworkConfig(),
-                    "execution": execution or ExecutionConfig()}
+    def __post_init__(self):
+        problems = _joint_problems(self.network.recurrent, self.ppo.num_envs, self.ppo.num_minibatches,
+                                   self.num_seeds)
+        if problems:
+            raise ConfigError(problems, what="PPO settings")
+
+    @classmethod
+    def of(cls, base: "TrainerConfig | None" = None, **flat) -> "TrainerConfig":
+        """`base` (default: the defaults) with the flat keys of older versions, each moved to its section
+        (LEGACY_KEYS; `network` a kind's name or a NetworkConfig); every section's problems are reported together."""
+        parts = {f.name: getattr(base or cls(), f.name) for f in dataclasses.fields(cls)}
+        if isinstance(flat.get("network"), NetworkConfig):
+            parts["network"] = flat.pop("network")
         unknown = sorted(set(flat) - set(LEGACY_KEYS) - _ALGORITHM)
         if unknown:
-            raise TypeError(f"PPOConfig got unexpected settings {', '.join(unknown)}")
-        kind = flat.get("network", sections["network"].kind)
-        problems: list[str] = []  # every section's, reported together
+            raise TypeError(f"TrainerConfig got unexpected settings {', '.join(unknown)}")
+        kind = flat.get("network", parts["network"].kind)
+        problems: list[str] = []
 
-        def change(section, update):
+        def change(part, update):
             try:
-                sections[section] = update(sections[section])
+                parts[part] = update(parts[part])
             except ConfigError as e:
                 problems.extend(p for p in e.problems if p not in problems)
 
@@ -189,41 +194,17 @@ class PPOConfig:
         for key, value in flat.items():
             path = None if key in _ALGORITHM else legacy_path(key, kind)
             if path is not None:
-                change(path[0], lambda section: _replaced(section, path[1:], value))
-        for name, value in sections.items():
-            object.__setattr__(self, name, value)
+                change(path[0], lambda part: _replaced(part, path[1:], value) if path[1:] else value)
         # the values asked for, also where another of the algorithm's settings was refused
-        envs, minibatches = (algorithm.get(k, getattr(self.ppo, k)) for k in ("num_envs", "num_minibatches"))
-        if self.network.recurrent != "none" and isinstance(envs, int) and isinstance(minibatches, int) and \
-                minibatches >= 1 and envs % minibatches:
-            problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
-                            f"num_minibatches = {minibatches} must divide num_envs = {envs}")
+        envs, minibatches = (algorithm.get(k, getattr(parts["ppo"], k)) for k in ("num_envs", "num_minibatches"))
+        problems += _joint_problems(parts["network"].recurrent, envs, minibatches, parts["num_seeds"])
         if problems:
             raise ConfigError(problems, what="PPO settings")
-
-    @classmethod
-    def upgrade_mapping(cls, data, problems: list[str]) -> dict:
-        """A mapping of the sections (`config_io.from_mapping` reads it), with an older version's flat keys moved
-        into them."""
-        flat = {k: v for k, v in data.items() if k not in _SECTIONS}
-        out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items() if k in _SECTIONS}
-        if flat:
-            out.setdefault("ppo", {})
-            if isinstance(out["ppo"], Mapping):
-                out["ppo"] = {**out["ppo"], **{k: v for k, v in flat.items() if k not in LEGACY_KEYS}}
-            kind = flat.get("network", "mlp")
-            for key in (k for k in flat if k in LEGACY_KEYS):
-                path = legacy_path(key, kind if isinstance(kind, str) else "mlp")
-                if path is not None:
-                    node = out
-                    for part in path[:-1]:
-                        node = node.setdefault(part, {})
-                    node[path[-1]] = flat[key]
-        return out
+        return cls(**parts)
 
     @property
     def seeds(self) -> tuple[int, ...]:
-        return self.execution.seeds
+        return tuple(range(self.seed, self.seed + self.num_seeds))
 
     @property
     def steps_per_update(self) -> int:
@@ -231,27 +212,27 @@ class PPOConfig:
         return self.ppo.steps_per_update
 
     @classmethod
-    def craftax_baseline(cls, **overrides) -> "PPOConfig":
+    def craftax_baseline(cls, **overrides) -> "TrainerConfig":
         """Craftax_Baselines ppo.py (1024 envs x 64 steps, 4 epochs x 8 minibatches, lr 2e-4 annealed, gamma .99,
         lambda .8, clip .2, ent .01, vf .5, grad norm 1.0, 3 x 512 tanh). Set total_updates for the anneal
         (1e9 steps = 15,258 updates). `overrides`: flat keys."""
         base = dict(num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8,
                     clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=1.0, lr=2e-4, anneal_lr=True,
                     total_updates=15258, width=512, depth=3, activation="tanh")
-        return cls(**{**base, **overrides})
+        return cls.of(**{**base, **overrides})
 
-    @classmethod
-    def envgen_paper(cls, **overrides) -> "PPOConfig":
-        """The EnvGen paper's agent (AD repo configs/ppo.yaml): 8 envs x 512 steps, 3 epochs x 8 minibatches,
-        gamma .95, lambda .65, clip .2, ent .01, vf .5, grad norm .5, constant lr 3e-4, per-rollout advantage
-        normalisation. Its network and value normalisation on pixels, with every other setting:
-        configs/base/crafter_pixels.yaml (value_norm, network.kind conv, channels (64, 128, 128), norm, width 256,
-        head_width 1024). `overrides`: flat keys."""
-        base = dict(num_envs=8, num_steps=512, update_epochs=3, num_minibatches=8, gamma=0.95, gae_lambda=0.65,
-                    clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, lr=3e-4, anneal_lr=False,
-                    adv_norm="batch", clip_value=False)
-        return cls(**{**base, **overrides})
+
+def _joint_problems(recurrent: str, envs, minibatches, num_seeds) -> list[str]:
+    """The checks across sections."""
+    problems = []
+    if recurrent != "none" and isinstance(envs, int) and isinstance(minibatches, int) and minibatches >= 1 and \
+            envs % minibatches:
+        problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
+                        f"num_minibatches = {minibatches} must divide num_envs = {envs}")
+    if not isinstance(num_seeds, int) or num_seeds < 1:
+        problems.append(f"num_seeds: {num_seeds!r} must be an integer >= 1")
+    return problems
 
 
 _ALGORITHM = frozenset(f.name for f in dataclasses.fields(PPOAlgorithm))
-_SECTIONS = ("ppo", "network", "execution")
+PPOConfig = TrainerConfig  # its older name, which most of the package and the tests still import

@@ -1,39 +1,38 @@
-"""Actor-critic networks (flax linen) and the categorical policy.
+"""The actor-critic (flax linen): encoder -> [memory] -> torso -> heads, and the categorical policy.
 
-Encoders (`network.kind`; each kind's settings, and how they build these modules: trainer/encoders.py):
-* `mlp` (symbolic observations, e.g. Craftax-Classic's f32[1345]): separate actor and critic MLPs,
-  `depth` x Dense(`width`) each, as in Craftax_Baselines (3 x 512, about 2.4M parameters on the 1345-d input).
-* `map` (symbolic observations that start with a local map, declared by the env as `map_shape`, e.g.
-  Craftax-Classic's 7 x 9 cells x 21 one-hot channels): a small conv over the map (`channels`, 3x3, so weights
-  are shared across cells instead of learnt position by position), flattened and joined with the rest of the vector
-  (inventory, intrinsics, direction, light), then one shared Dense(`width`) embedding; then separate actor and
-  critic MLPs as in `mlp`. `res_blocks` adds pre-activation residual blocks (LayerNorm, ReLU, 3x3 conv, twice)
-  at the last channel count: a deeper encoder that still sees the whole 7 x 9 view at full resolution.
-* `conv` (pixel observations [H, W, C]): a small IMPALA-style ResNet shared by both heads (per stack: Conv3x3,
-  max-pool 3/2, `res_blocks` residual blocks), then Dense(`width`), then the two heads. The paper's agent used
-  channels (64, 128, 128) and a 256 bottleneck; the default here is the smaller (16, 32, 32). `norm` builds
-  the paper's variant (Moon et al.'s AD repository, after VPT's ImpalaCNN): GroupNorm (one group) after each pool
-  and before each residual conv, LayerNorm before the bottleneck; `head_width` > 0 adds LayerNorm -> Dense(1024 in
-  the paper) -> ReLU between the bottleneck and the heads.
+Encoders (`network.kind`), one module each (their settings, which build them: trainer/encoders.py; the layers they
+share, one convolution and one residual block among them: trainer/layers.py):
+* `FlatEncoder` ('mlp', symbolic observations, e.g. Craftax-Classic's f32[1345]): the flat observation; before a
+  recurrent cell one Dense(`width`) embedding, which sets the cell's input size. Its torso: separate actor and
+  critic MLPs, `depth` x Dense(`width`) each, as in Craftax_Baselines (3 x 512, about 2.4M parameters).
+* `MapEncoder` ('map', symbolic observations that start with a local map, declared by the env as `map_shape`, e.g.
+  Craftax-Classic's 7 x 9 cells x 21 one-hot channels): 3x3 convs over the map (`channels`, weights shared across
+  cells), `res_blocks` pre-activation residual blocks at the last channel count, flattened and joined with the rest
+  of the vector (inventory, intrinsics, direction, light), then one Dense(`width`) embedding; the torso of 'mlp'.
+* `ConvEncoder` ('conv', pixel observations [H, W, C]): an IMPALA-style ResNet (per stack: 3x3 conv, max-pool 3/2,
+  `res_blocks` residual blocks), then Dense(`width`); shared heads. The paper's agent: channels (64, 128, 128),
+  width 256, and `norm` (Moon et al.'s AD repository, after VPT's ImpalaCNN: GroupNorm after each pool and before
+  each residual conv, LayerNorm before the bottleneck) with `head_width` 1024 (LayerNorm -> Dense -> ReLU after
+  the bottleneck).
+* `TrunkEncoder` ('trunk') and `GridEncoder` ('grid', 'drawn'; symbolic, issue 56's ladder toward the pixel agent):
+  the pixel agent's trunk and shared heads on the flat vector, or after IMPALA stacks with GroupNorm over the local
+  map as a C-channel image ('grid') or drawn as an RGB image, a fixed colour per block and mob ('drawn'); the rest
+  of the vector joins before the trunk.
 
-* `trunk`, `grid`, `drawn` (symbolic; issue 56's ladder from the symbolic default toward the pixel agent): the
-  pixel agent's trunk and shared heads (LayerNorm -> Dense 256 -> ReLU -> LayerNorm -> Dense 1024 -> ReLU) on the
-  flat vector (`trunk`), after IMPALA stacks with GroupNorm over the local map as a 21-channel image (`grid`), or
-  after the same stacks over the map drawn as an RGB image, a fixed colour per block and mob (`drawn`:
-  `cell_colours`, `draw_cells`); the rest of the vector joins before the trunk.
-
-`layer_norm` (mlp, map) puts a LayerNorm before every hidden activation (the low-sample agents' torsos).
 `execution.compute_dtype` ("float32" or "bfloat16"): the dtype of activations and matrix products; parameters,
-normalisation statistics, logits and values stay float32 (mixed precision). `execution.seed_axis: dense` runs each
-3x3 convolution as its patches times the kernel (`Conv(as_matmul=True)`, one matrix product): vmapped over the seeds'
-parameters that is a batched matrix product, where XLA's convolution becomes a grouped one.
-Orthogonal init with scale sqrt(2) in the torso, 0.01 on the policy head and 1.0 on the value head.
+normalisation statistics, logits and values stay float32 (mixed precision). `execution.conv_as_matmul` runs each
+3x3 convolution as its patches times the kernel (`layers.Conv`). Orthogonal init with scale sqrt(2) in the torso,
+0.01 on the policy head and 1.0 on the value head.
 
-Memory (`network.recurrent`: "gru" or "lstm"): a recurrent cell of `memory_size` over the encoder's features (for
-`mlp`, a shared Dense(`width`) embedding of the observation), shared by both heads; the heads see [features, cell
-output] (a skip around the cell, as in Dedieu et al.'s model-free agent). The
-carry is reset to zeros where an episode starts. Recurrent networks are called with `step` (one time step of a batch
-of env slots) or `unroll` (a [T, N] sequence from a stored initial carry).
+Memory (`network.recurrent`: "gru" or "lstm"): a recurrent cell of `memory_size` over the encoder's features, shared
+by both heads; the torso sees [features, cell output] (a skip around the cell, as in Dedieu et al.'s model-free
+agent). The carry is reset to zeros where an episode starts. Recurrent networks are called with `step` (one time
+step of a batch of env slots) or `unroll` (a [T, N] sequence from a stored initial carry).
+
+Parameter names: the encoder's and the torso's layers sit in the agent's own namespace (`nn.share_scope`), under
+the names of the first release's single ActorCritic ("ImpalaEncoder_0", "Dense_0", "actor_torso", ...): flax draws
+each initial parameter from its path, so the initial parameters stay what they were; layers renamed since are
+renamed on restore (trainer/migrations.py, migration 4).
 
 `ActorCritic.__call__(obs[..., *obs_shape]) -> (logits[..., A], value[...])` for feed-forward networks;
 `policy(logits)` gives the `distrax.Categorical`. Observations of any dtype are cast to float32; batch dims are free.
@@ -41,225 +40,160 @@ of env slots) or `unroll` (a [T, N] sequence from a stored initial carry).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import functools
 
 import distrax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax.linen.initializers import constant, orthogonal
 
-ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "gelu": nn.gelu}
+from envgen_jax.trainer.layers import (ACTIVATIONS, MLP, Conv, ImpalaResNet, ResidualBlock, cell_colours, dense,
+                                       draw_cells, embed, normalise, split_map, trunk)
+
 RECURRENT_CELLS = {"gru": nn.GRUCell, "lstm": nn.OptimizedLSTMCell}
+RESNET = "ImpalaEncoder_0"  # the IMPALA ResNet's parameter name (the first release's)
 
 
 def policy(logits: jax.Array) -> distrax.Categorical:
     return distrax.Categorical(logits=logits)
 
 
-def dense(features: int, scale: float, name: str | None = None, dtype=None) -> nn.Dense:
-    return nn.Dense(features, kernel_init=orthogonal(scale), bias_init=constant(0.0), name=name, dtype=dtype)
+class FlatEncoder(nn.Module):
+    """'mlp': [B, D] -> the flat observation, or its `embed_width` embedding (0: none)."""
 
-
-class Conv(nn.Module):
-    """A 3x3 'SAME' convolution with nn.Conv's parameters (kernel [3, 3, C, F], bias [F]; auto-named Conv_i, so
-    checkpoints are the same). `as_matmul`: computed as patches3x3(x) times the kernel seen as [9C, F] (equal up to
-    float summation order); vmapped over per-seed kernels this is a batched matrix product instead of the grouped
-    convolution XLA makes of a vmapped convolution."""
-
-    features: int
-    as_matmul: bool = False
-    dtype: jnp.dtype | None = None  # computation dtype (None: the input's); parameters stay float32
-
-    @nn.compact
-    def __call__(self, x):
-        kernel = self.param("kernel", orthogonal(np.sqrt(2)), (3, 3, x.shape[-1], self.features))
-        bias = self.param("bias", constant(0.0), (self.features,))
-        x, kernel, bias = nn.dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
-        if self.as_matmul:
-            y = patches3x3(x) @ kernel.reshape((-1, self.features))
-        else:
-            y = jax.lax.conv_general_dilated(x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        return y + bias
-
-
-class MLP(nn.Module):
-    width: int
-    depth: int
+    embed_width: int = 0
     activation: str = "tanh"
     layer_norm: bool = False
     dtype: jnp.dtype | None = None
 
     @nn.compact
     def __call__(self, x):
-        act = ACTIVATIONS[self.activation]
-        for _ in range(self.depth):
-            x = dense(self.width, np.sqrt(2), dtype=self.dtype)(x)
-            x = act(nn.LayerNorm(dtype=self.dtype)(x) if self.layer_norm else x)
-        return x
-
-
-def patches3x3(grid):
-    """[B, H, W, C] -> [B, H, W, 9C]: each cell's 3x3 neighbourhood (zero-padded at the border), so a 3x3 'SAME'
-    convolution is one Dense layer over it."""
-    h, w = grid.shape[1:3]
-    padded = jnp.pad(grid, ((0, 0), (1, 1), (1, 1), (0, 0)))
-    return jnp.concatenate([padded[:, i:i + h, j:j + w] for i in range(3) for j in range(3)], axis=-1)
-
-
-def cell_colours(channels: int) -> np.ndarray:
-    """f32[channels, 3]: a fixed RGB colour per map channel (block or mob type), what the 'drawn' encoder paints
-    each cell with: distinct points of an evenly spaced n x n x n grid in [0.1, 1]^3 (n^3 >= channels; 21 channels:
-    3 levels, at least 0.45 apart), in an order fixed by numpy's PCG64 seeded 0 (the same on every install)."""
-    n = max(2, int(np.ceil(channels ** (1 / 3) - 1e-9)))
-    levels = np.linspace(0.1, 1.0, n)
-    grid = np.stack(np.meshgrid(levels, levels, levels, indexing="ij"), axis=-1).reshape(-1, 3)
-    return grid[np.random.default_rng(0).permutation(len(grid))[:channels]].astype(np.float32)
-
-
-def draw_cells(rgb, cell: int):
-    """[B, H, W, 3] cell colours -> [B, H * cell, W * cell, 3]: each cell a `cell` x `cell` patch."""
-    return jnp.repeat(jnp.repeat(rgb, cell, axis=1), cell, axis=2)
-
-
-def conv3x3(features: int, dtype=None):
-    """A 3x3 'SAME' convolution over [B, H, W, C] cells as patches + Dense (see MapEncoder)."""
-    layer = dense(features, np.sqrt(2), dtype=dtype)
-    return lambda grid: layer(patches3x3(grid))
-
-
-class MapResidualBlock(nn.Module):
-    """x + conv(act(LN(conv(act(LN(x)))))): a pre-activation residual block over the map's cells."""
-
-    activation: str = "relu"
-    dtype: jnp.dtype | None = None
-
-    @nn.compact
-    def __call__(self, grid):
-        act = ACTIVATIONS[self.activation]
-        y = conv3x3(grid.shape[-1], self.dtype)(act(nn.LayerNorm(dtype=self.dtype)(grid)))
-        y = conv3x3(grid.shape[-1], self.dtype)(act(nn.LayerNorm(dtype=self.dtype)(y)))
-        return grid + y
+        x = x.reshape((x.shape[0], -1))
+        return embed(x, self.embed_width, self.activation, self.layer_norm, self.dtype) if self.embed_width else x
 
 
 class MapEncoder(nn.Module):
-    """3x3 convolutions over the local map at the start of a symbolic vector, joined with the vector's remaining
-    features. Each convolution is written as patches + Dense: with parameters vmapped over seeds, nn.Conv becomes a
-    grouped convolution that XLA:CPU runs about 28x slower than these batched matmuls (measured: 105 vs 2,927 env
-    steps/s for the whole training step)."""
+    """'map': 3x3 convs (as matrix products) and residual blocks over the local map at the vector's start, joined
+    with the vector's rest, then a Dense(`width`) embedding."""
 
     map_shape: tuple[int, int, int]
-    channels: Sequence[int] = (32, 32)
-    activation: str = "relu"
-    layer_norm: bool = False
+    channels: tuple[int, ...] = (32, 32)
     res_blocks: int = 0
+    width: int = 512
+    activation: str = "tanh"
+    layer_norm: bool = False
     dtype: jnp.dtype | None = None
 
     @nn.compact
-    def __call__(self, x):  # x: [B, D] with D >= prod(map_shape)
-        act = ACTIVATIONS[self.activation]
-        cells = int(np.prod(self.map_shape))
-        grid = x[:, :cells].reshape((-1,) + tuple(self.map_shape))
+    def __call__(self, x):
+        grid, rest = split_map(x.reshape((x.shape[0], -1)), self.map_shape)
         for ch in self.channels:
-            grid = dense(ch, np.sqrt(2), dtype=self.dtype)(patches3x3(grid))
-            grid = act(nn.LayerNorm(dtype=self.dtype)(grid) if self.layer_norm else grid)
+            grid = Conv(ch, as_matmul=True, dtype=self.dtype)(grid)
+            grid = ACTIVATIONS[self.activation](normalise("layer" if self.layer_norm else "none", self.dtype)(grid))
         for _ in range(self.res_blocks):
-            grid = MapResidualBlock(self.activation, self.dtype)(grid)
-        return jnp.concatenate([grid.reshape((grid.shape[0], -1)), x[:, cells:]], axis=-1)
+            grid = ResidualBlock("layer", self.activation, as_matmul=True, dtype=self.dtype)(grid)
+        h = jnp.concatenate([grid.reshape((grid.shape[0], -1)), rest], axis=-1)
+        return embed(h, self.width, self.activation, self.layer_norm, self.dtype)
 
 
-class ResidualBlock(nn.Module):
-    channels: int
-    as_matmul: bool = False
-    dtype: jnp.dtype | None = None
+class ConvEncoder(nn.Module):
+    """'conv': pixels [B, H, W, C] -> the IMPALA ResNet -> the trunk."""
 
-    @nn.compact
-    def __call__(self, x):
-        y = nn.relu(x)
-        y = Conv(self.channels, self.as_matmul, self.dtype)(y)
-        y = nn.relu(y)
-        y = Conv(self.channels, self.as_matmul, self.dtype)(y)
-        return x + y
-
-
-class NormResidualBlock(nn.Module):
-    """x + relu(conv(GN(relu(conv(GN(x)))))): the residual block of VPT's ImpalaCNN, as the AD repository uses it."""
-
-    channels: int
-    as_matmul: bool = False
-    dtype: jnp.dtype | None = None
-
-    @nn.compact
-    def __call__(self, x):
-        y = x
-        for _ in range(2):
-            y = nn.GroupNorm(num_groups=1, dtype=self.dtype)(y)
-            y = nn.relu(Conv(self.channels, self.as_matmul, self.dtype)(y))
-        return x + y
-
-
-class ImpalaEncoder(nn.Module):
-    channels: Sequence[int] = (16, 32, 32)
+    channels: tuple[int, ...] = (16, 32, 32)
     res_blocks: int = 2
-    norm: bool = False  # the paper's variant: GroupNorm after each pool and inside each residual block
+    norm: bool = False
+    width: int = 512
+    head_width: int = 0
     as_matmul: bool = False
     dtype: jnp.dtype | None = None
 
     @nn.compact
     def __call__(self, x):
-        block = NormResidualBlock if self.norm else ResidualBlock
-        for ch in self.channels:
-            x = Conv(ch, self.as_matmul, self.dtype)(x)
-            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
-            if self.norm:
-                x = nn.GroupNorm(num_groups=1, dtype=self.dtype)(x)
-            for _ in range(self.res_blocks):
-                x = block(ch, self.as_matmul, self.dtype)(x)
-        x = nn.relu(x)
-        return x.reshape(x.shape[:-3] + (-1,))
+        h = ImpalaResNet(self.channels, self.res_blocks, self.norm, self.as_matmul, self.dtype, name=RESNET)(x)
+        return trunk(h, self.width, self.head_width, self.norm, self.dtype)
+
+
+class TrunkEncoder(nn.Module):
+    """'trunk': the flat vector -> the pixel agent's trunk (normalised)."""
+
+    width: int = 256
+    head_width: int = 1024
+    dtype: jnp.dtype | None = None
+
+    @nn.compact
+    def __call__(self, x):
+        return trunk(x.reshape((x.shape[0], -1)), self.width, self.head_width, True, self.dtype)
+
+
+class GridEncoder(nn.Module):
+    """'grid' and 'drawn': the local map as an image (its C channels, or with `cell` > 0 drawn in RGB, each cell a
+    `cell` x `cell` patch of its channels' colours) -> the IMPALA ResNet with GroupNorm, joined with the vector's
+    rest -> the trunk (normalised)."""
+
+    map_shape: tuple[int, int, int]
+    channels: tuple[int, ...] = (32, 64, 64)
+    res_blocks: int = 2
+    width: int = 256
+    head_width: int = 1024
+    cell: int = 0
+    as_matmul: bool = False
+    dtype: jnp.dtype | None = None
+
+    @nn.compact
+    def __call__(self, x):
+        grid, rest = split_map(x.reshape((x.shape[0], -1)), self.map_shape)
+        if self.cell:
+            grid = draw_cells(grid @ cell_colours(grid.shape[-1]).astype(grid.dtype), self.cell)
+        h = ImpalaResNet(self.channels, self.res_blocks, True, self.as_matmul, self.dtype, name=RESNET)(grid)
+        return trunk(jnp.concatenate([h, rest], axis=-1), self.width, self.head_width, True, self.dtype)
+
+
+class SeparateTorsos(MLP):
+    """'mlp' and 'map': an actor MLP and a critic MLP of these sizes over the same input (`actor_torso`,
+    `critic_torso`)."""
+
+    @nn.compact
+    def __call__(self, h):
+        mlp = functools.partial(MLP, self.width, self.depth, self.activation, self.layer_norm, self.dtype)
+        return mlp(name="actor_torso")(h), mlp(name="critic_torso")(h)
+
+
+class SharedTorso(nn.Module):
+    """The pixel agent's: both heads read the features (its trunk ends the encoder)."""
+
+    def __call__(self, h):
+        return h, h
 
 
 class ActorCritic(nn.Module):
+    encoder: nn.Module  # [B, *obs_shape] float32 -> features [B, F]: one of the encoders above
+    torso: nn.Module  # [B, F'] -> (the actor's input, the critic's): SeparateTorsos or SharedTorso
     num_actions: int
     obs_shape: tuple[int, ...]
-    settings: Any  # the encoder kind's settings (trainer.encoders: MLPNet, MapNet, ConvNet), which build its layers
-    map_shape: tuple[int, ...] | None = None  # the env's local-map layout [H, W, C] at the vector's start, if any
     recurrent: str = "none"  # "none" | "gru" | "lstm"
     memory_size: int = 256
-    compute_dtype: str = "float32"  # activations and matrix products ("bfloat16": mixed precision)
-    conv_as_matmul: bool = False  # 3x3 convolutions as patches x kernel (dense when vmapped over seeds)
+    dtype: jnp.dtype | None = None  # the heads' computation dtype (None: float32), as the encoder's and torso's
 
     def setup(self):
-        memory = self.recurrent != "none"
-        # Attribute names = parameter names: the encoder names its layers as the first release's checkpoints did.
-        layers = self.settings.layers(self.obs_shape, self.map_shape, memory, self._dtype, self.conv_as_matmul)
-        for name, layer in layers.items():
-            setattr(self, name, layer)
-        if memory:  # the memory stays float32: its state is carried across many steps
+        nn.share_scope(self, self.encoder)  # their layers' names are the agent's (the module's docstring)
+        nn.share_scope(self, self.torso)
+        if self.recurrent != "none":  # the memory stays float32: its state is carried across many steps
             self.cell = RECURRENT_CELLS[self.recurrent](features=self.memory_size)
-        self.policy_head = dense(self.num_actions, 0.01, dtype=self._dtype)
-        self.value_head = dense(1, 1.0, dtype=self._dtype)
-
-    @property
-    def _dtype(self):
-        """The computation dtype given to every layer: None for float32 (each layer then computes in its inputs'
-        float32, the same program as before the setting existed)."""
-        if self.compute_dtype not in ("float32", "bfloat16"):
-            raise ValueError(f"compute_dtype must be float32 or bfloat16, not {self.compute_dtype!r}")
-        return None if self.compute_dtype == "float32" else jnp.dtype(self.compute_dtype)
+        self.policy_head = dense(self.num_actions, 0.01, dtype=self.dtype)
+        self.value_head = dense(1, 1.0, dtype=self.dtype)
 
     def _features(self, obs):
-        """[B, *obs_shape] -> [B, F]: the encoder's output (the flat observation for a feed-forward `mlp`)."""
+        """[B, *obs_shape] -> [B, F]: the encoder's output."""
         x = obs.astype(jnp.float32)
         if obs.dtype == jnp.uint8:  # pixels (Crafter, Heist) travel as bytes: scale to [0, 1]
             x = x / 255.0
-        return self.settings.features(self, x, self.recurrent != "none")
+        return self.encoder(x)
 
     def _heads(self, h):
-        actor, critic = self.settings.torsos(self, h)
+        actor, critic = self.torso(h)
         logits, value = self.policy_head(actor), self.value_head(critic)[..., 0]
-        if self._dtype is not None:  # the policy, the losses and GAE in float32
+        if self.dtype is not None:  # the policy, the losses and GAE in float32
             logits, value = logits.astype(jnp.float32), value.astype(jnp.float32)
         return logits, value
 

@@ -26,12 +26,12 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from envgen_jax.trainer.config import HYPERPARAMS, PPOAlgorithm, PPOConfig
+from envgen_jax.trainer.config import HYPERPARAMS, PPOAlgorithm, PPOConfig, TrainerConfig
 from envgen_jax.trainer.metrics import LossStats
 from envgen_jax.trainer.networks import Agent, policy
 
-__all__ = ["PPOConfig", "PPOAlgorithm", "HYPERPARAMS", "Hyperparams", "ValueNorm", "TrainState", "Transition", "UpdateOut", "PPO",
-           "compute_gae"]
+__all__ = ["TrainerConfig", "PPOConfig", "PPOAlgorithm", "HYPERPARAMS", "Hyperparams", "ValueNorm", "TrainState",
+           "Transition", "UpdateOut", "PPO", "compute_gae"]
 
 
 @struct.dataclass

@@ -37,6 +37,7 @@ from envgen_jax.schema import ConfigError
 from envgen_jax.trainer import migrations, minibatch
 from envgen_jax.trainer.ahead import AheadOfTime
 from envgen_jax.trainer.layouts import draws_rows, layout, rows_axis
+from envgen_jax.trainer.encoders import make_network as build_network
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, Agent
 from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOConfig, TrainState, ValueNorm
@@ -49,7 +50,7 @@ def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
 def over_seeds(fn, in_axes: tuple, how: str = "vmap"):
     """`fn` over the seed axis of the arguments whose `in_axes` entry is 0 (the others shared): vmapped, or with
     how='map' one seed after another (lax.map), which keeps each seed's convolutions dense (`execution.seed_axis`)."""
-    if how in ("vmap", "dense"):  # 'dense' differs in the network only (convolutions as matrix products)
+    if how == "vmap":
         return jax.vmap(fn, in_axes=in_axes)
 
     def one_after_another(*args):
@@ -85,15 +86,7 @@ def seed_keys(seeds: Sequence[int]) -> np.ndarray:
 
 def make_network(env, cfg: PPOConfig) -> ActorCritic:
     """The actor-critic of `cfg.network` for `env`'s observations (ConfigError where its encoder cannot read them)."""
-    map_shape = getattr(env, "map_shape", None)
-    map_shape = None if map_shape is None else tuple(map_shape)
-    net = cfg.network
-    problems = net.encoder.input_problems(tuple(env.obs_shape), map_shape)
-    if problems:
-        raise ConfigError([f"{p} ({type(env).__name__})" for p in problems], what="network settings")
-    return ActorCritic(num_actions=int(env.num_actions), obs_shape=tuple(env.obs_shape), settings=net.encoder,
-                       map_shape=map_shape, recurrent=net.recurrent, memory_size=net.memory_size,
-                       compute_dtype=cfg.execution.compute_dtype, conv_as_matmul=cfg.execution.seed_axis == "dense")
+    return build_network(env, cfg.network, cfg.execution.compute_dtype, cfg.execution.conv_as_matmul)
 
 
 class Trainer:
