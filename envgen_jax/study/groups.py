@@ -93,16 +93,16 @@ def describe_groups(settings, schedule: str = "auto") -> str:
     cfg0 = settings.run_config(settings.methods[0])
     lines = [f"Study of {len(settings.methods)} methods x {cfg0.seeds} seeds on {cfg0.env}, schedule {chosen}"
              + (f" (auto on {jax.default_backend()})" if schedule == "auto" else "") + ":", "",
-             f"  {'program':<44}{'agents':>7}{'env slots':>11}{'eval slots':>11}{'bank rows':>10}{'memory':>11}"]
+             f"  {'program':<12}{'agents':>7}{'env slots':>11}{'eval slots':>11}{'bank rows':>10}{'memory':>11}  methods"]
     total = 0
     for group in groups(settings, chosen):
         cfgs = [settings.run_config(m) for m in group]
         agents = len(group) * cfg0.num_agents
         estimate = memory_estimate(RunParts.of(cfgs[0]), agents)
         total = max(total, estimate["total"])
-        label = ("fused: " if len(group) > 1 else "") + ", ".join(group)
-        lines.append(f"  {label:<44}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.num_envs:>11,}"
-                     f"{sum(c.bank_rows for c in cfgs):>10}{estimate['total'] / 1e9:>9.2f}GB")
+        name = program_of(group[0], cfgs[0])[0] if len(group) > 1 else group[0]
+        lines.append(f"  {name:<12}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.num_envs:>11,}"
+                     f"{sum(c.bank_rows for c in cfgs):>10}{estimate['total'] / 1e9:>9.2f}GB  {', '.join(group)}")
     one = memory_estimate(RunParts.of(cfg0), 1)
     lines += ["", f"programs: {len(groups(settings, chosen))} training programs, one after another; the largest needs "
               f"about {total / 1e9:.2f} GB",
