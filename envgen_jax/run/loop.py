@@ -197,12 +197,16 @@ class EnvGenRun:
     def _host_work(self, ts) -> None:
         """Every member's design and evaluation phases up to its next training phase, in rounds (each member one
         phase a round), so that at each env step every member checkpoints before any checkpoints twice."""
-        while ready := self._live(lambda m: m.phase is not None and m.phase.kind != "train"):
-            for cycle in sorted({m.phase.cycle for m in ready if m.phase.kind == "evaluate"}):
-                self._evaluate(ts, [m for m in ready if m.phase.kind == "evaluate" and m.phase.cycle == cycle], cycle)
+        while ready := self._live(lambda m: m.phase is not None and (m.phase.kind != "train" or m.phase_trained)):
             for m in ready:
-                if m.phase is not None and m.phase.kind == "design":
-                    self._guarded(m, lambda m=m: self._design(ts, m))
+                if m.phase_trained:  # resumed after the last chunk of a phase
+                    m.end_phase(ts)
+            at = {kind: [m for m in ready if m.phase is not None and m.phase.kind == kind] for kind in ("evaluate",
+                                                                                                        "design")}
+            for cycle in sorted({m.phase.cycle for m in at["evaluate"]}):
+                self._evaluate(ts, [m for m in at["evaluate"] if m.phase.cycle == cycle], cycle)
+            for m in at["design"]:
+                self._guarded(m, lambda m=m: self._design(ts, m))
 
     def _design(self, ts, m: Member) -> None:
         # No checkpoint before the design step: the cycle-boundary one just before it holds the same state.

@@ -136,11 +136,20 @@ class Member:
             self.state.scored = add_stats(self.state.scored, original)
         elif phase.where in ("llm", "mixed"):
             accumulate_env_learning(self.state, phase, metrics.rows)
-        if self.state.phase_updates >= phase.updates:
-            self.method.after_phase(ts, phase)
-            self.layout = None
-            self.advance()
+        if self.phase_trained:
+            self.end_phase(ts)
         return ts
+
+    @property
+    def phase_trained(self) -> bool:
+        """Whether the current phase is a training phase with every update done (a checkpoint written after a
+        phase's last chunk resumes there)."""
+        return self.phase is not None and self.phase.kind == "train" and self.state.phase_updates >= self.phase.updates
+
+    def end_phase(self, ts) -> None:
+        self.method.after_phase(ts, self.phase)
+        self.layout = None
+        self.advance()
 
     def evaluated(self, stats, cycle: int) -> None:
         """Book an evaluation in the original game (this member's host RowStats [S, K])."""

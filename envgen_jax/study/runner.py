@@ -1,5 +1,5 @@
-"""Run a study: every method's run in turn (trained, resumed or reused), a failed one reported and skipped, and the
-comparison (study.json, study.md, the plots) rewritten after each."""
+"""Run a study: every group of methods in turn (one program each, `groups`; trained, resumed or reused), a failed
+method reported and skipped, and the comparison (study.json, study.md, the plots) rewritten after each group."""
 
 from __future__ import annotations
 
