@@ -191,3 +191,19 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(tm
         assert "resuming" in again.stdout
     for m in METHODS:
         assert _outputs(killed / m) == _outputs(tmp_path / "whole" / m), m
+
+
+@pytest.mark.slow
+def test_with_the_seeds_mapped_fused_equals_alone_bit_for_bit(tmp_path):
+    """execution.seed_axis: map runs each agent's update on its own (lax.map), the same program body at any agent
+    count: there the fused agents equal the runs alone exactly, parameters and losses included."""
+    settings = resolve(ROOT / "configs" / "smoke.yaml", METHODS, overrides=[*SETTINGS, "execution.seed_axis=map"])
+    fused = EnvGenRun.fused([(settings.run_config(m), tmp_path / "fused" / m) for m in METHODS], llm_client=_client())
+    fused.run()
+    for m in METHODS:
+        alone = EnvGenRun(settings.run_config(m), tmp_path / "alone" / m, llm_client=_client())
+        alone.run()
+        assert _outputs(tmp_path / "fused" / m) == _outputs(tmp_path / "alone" / m), m
+        for x, y in zip(jax.tree.leaves(_final_params(fused, tmp_path / "fused" / m)),
+                        jax.tree.leaves(_final_params(alone, tmp_path / "alone" / m))):
+            np.testing.assert_array_equal(x, y)

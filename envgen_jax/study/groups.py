@@ -62,12 +62,11 @@ def groups(settings, schedule: str = "fused") -> list[list[str]]:
     return list(by_program.values())
 
 
-# The compiled chunk's device memory per agent beyond its TrainState, in bytes per rollout step of one env slot
-# (the observation plus what PPO keeps per step: action, reward, done, value, log-prob, advantage, return, and the
-# minibatch's activations and gradients): fitted to the chunk's memory_analysis() measured on CPU at several agent
-# counts (benchmarks/study_fused.py --memory; docs/studies.md, "Scale and memory").
-BYTES_PER_STEP_EXTRA = 256
-ROLLOUT_FACTOR = 2.0  # the rollout buffer and its minibatch copy (measured: docs/studies.md)
+# The compiled chunk's device memory per agent beyond its TrainState: bytes per rollout step of one env slot, as a
+# multiple of the observation's size in float32 (the rollout keeps it, the update's minibatches and the network's
+# activations and gradients hold more of its size), fitted to the chunk's memory_analysis() measured on CPU
+# (benchmarks/study_fused.py --memory; benchmarks/results/study_fused_cpu.json; docs/studies.md, "Scale and memory").
+BYTES_PER_STEP_PER_OBSERVATION_FLOAT = 3.9
 
 
 def memory_estimate(parts, agents: int) -> dict:
@@ -79,8 +78,8 @@ def memory_estimate(parts, agents: int) -> dict:
 
     cfg = parts.cfg
     state = checkpoint_bytes(parts) / cfg.num_agents
-    obs = int(np.prod(parts.env.obs_shape)) * (1 if cfg.observation == "pixels" else 4)
-    rollout = ROLLOUT_FACTOR * cfg.ppo.num_steps * cfg.ppo.num_envs * (obs + BYTES_PER_STEP_EXTRA)
+    obs = int(np.prod(parts.env.obs_shape)) * 4  # as float32, as the network reads it
+    rollout = BYTES_PER_STEP_PER_OBSERVATION_FLOAT * cfg.ppo.num_steps * cfg.ppo.num_envs * obs
     return {"state_per_agent": state, "rollout_per_agent": rollout, "total": agents * (state + rollout)}
 
 
@@ -104,9 +103,11 @@ def describe_groups(settings, schedule: str = "auto") -> str:
         lines.append(f"  {name:<12}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.num_envs:>11,}"
                      f"{sum(c.bank_rows for c in cfgs):>10}{estimate['total'] / 1e9:>9.2f}GB  {', '.join(group)}")
     one = memory_estimate(RunParts.of(cfg0), 1)
-    lines += ["", f"programs: {len(groups(settings, chosen))} training programs, one after another; the largest needs "
-              f"about {total / 1e9:.2f} GB",
+    n = len(groups(settings, chosen))
+    lines += ["", f"programs: {n} training program{'s' * (n != 1)}, one after another; the largest needs about "
+              f"{total / 1e9:.2f} GB",
               f"memory per agent: {one['state_per_agent'] / 1e6:.1f} MB of TrainState (exact) + "
-              f"{one['rollout_per_agent'] / 1e6:.1f} MB of rollout ({ROLLOUT_FACTOR:g} x {cfg0.ppo.num_steps} steps x "
-              f"{cfg0.ppo.num_envs} envs x (observation + {BYTES_PER_STEP_EXTRA} bytes); docs/studies.md)"]
+              f"{one['rollout_per_agent'] / 1e6:.1f} MB for the update ({BYTES_PER_STEP_PER_OBSERVATION_FLOAT:g} x "
+              f"{cfg0.ppo.num_steps} steps x {cfg0.ppo.num_envs} envs x the observation in float32, fitted to the "
+              f"compiled chunk on CPU: docs/studies.md)"]
     return "\n".join(lines)
