@@ -238,7 +238,9 @@ class EnvGenRun:
                 m.enter_phase(ts)
             ts, *layout = m.method.before_chunk(ts, m.phase, *m.layout)
             m.layout = tuple(layout)
-        given = [(m, m.layout, m.reset) if m in training else (m, m.eval_layout(), False) for m in self.members]
+        # A failed or finished member's agents idle in the original game (their results are kept, never saved again).
+        given = [(m, m.layout, m.reset) if m in training else (m, m.method.bank_and_rows("original"), False)
+                 for m in self.members]
         bank, rows, reset = side_by_side(self.cfg, given)
         if not self._compiled:
             bar.set_postfix_str("compiling the training chunk (its time is left out of the ETA)")
