@@ -85,6 +85,7 @@ class EnvGenRun:
             for i, m in enumerate(members):
                 m.agents, m.bank_offset = slice(i * seeds, (i + 1) * seeds), offset
                 offset += m.cfg.bank_rows
+        self._key_period = self.cfg.num_agents if len(members) > 1 else None  # evaluation keys by seed, not position
         self._last_checkpoint = time.monotonic()
         self._compiled = False  # the first training chunk of a session compiles the chunk
 
@@ -185,10 +186,6 @@ class EnvGenRun:
             self.evaluator.precompile(self.trainer.agent_state(ts).params, *self._eval_layout(), self.cfg.seed,
                                       self.cfg.eval.mode, key_period=self._key_period)
         return ts
-
-    @property
-    def _key_period(self) -> int | None:
-        return self.cfg.num_agents if len(self.members) > 1 else None
 
     def _eval_layout(self):
         bank, rows, _ = side_by_side(self.cfg, [(m, m.eval_layout(), False) for m in self.members])
