@@ -37,15 +37,17 @@ from benchmarks.common import RESULTS, ROOT, environment, write_text_atomic  # n
 OUT = RESULTS / "study_fused_cpu.json"
 METHODS = ("ppo", "envgen", "random", "scripted")
 SEEDS = 2
-# Small: the golden runs' shapes (tests/golden.py) with longer phases, so that training, not only compiling, shows.
+# Small: the golden runs' shapes (tests/golden.py, tests/test_fused.py), so that with --cache the test suite's
+# persistent cache (and its XLA flags, tests/conftest.py) serves the programs.
 SETTINGS = [
-    "schedule.cycles=2", "schedule.llm_env_steps=1024", "schedule.original_env_steps=1024",
-    "schedule.final_steps=2048", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",
-    "schedule.updates_per_chunk=2", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
+    "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
+    "schedule.final_steps=512", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",
+    "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
     "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
     "output.progress=false", "output.pictures=false", "output.tensorboard=false",
     "llm.backend=openai", "llm.model=fake", "llm.max_retries=0",
 ]
+TEST_XLA_FLAGS = "--xla_backend_optimization_level=1"  # tests/conftest.py's
 
 
 def _respond(request):
@@ -61,7 +63,7 @@ def _study(schedule: str, out: Path, base_url: str, cache: Path | None) -> float
     if cache is None:
         env["ENVGEN_JAX_COMPILE_CACHE"] = "0"
     else:
-        env["JAX_COMPILATION_CACHE_DIR"] = str(cache)
+        env.update(JAX_COMPILATION_CACHE_DIR=str(cache), XLA_FLAGS=TEST_XLA_FLAGS)
     sets = [*SETTINGS, f"llm.base_url={base_url}"]
     cmd = [sys.executable, "-m", "envgen_jax.cli", "study", "--config", str(ROOT / "configs" / "smoke.yaml"),
            "--methods", ",".join(METHODS), "--seeds", str(SEEDS), "--schedule", schedule, "--out", str(out),
@@ -71,6 +73,7 @@ def _study(schedule: str, out: Path, base_url: str, cache: Path | None) -> float
     wall = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"{schedule} study failed:\n{result.stderr[-3000:]}")
+    print(f"{schedule}: {wall:.1f} s", flush=True)
     return wall
 
 
@@ -96,35 +99,42 @@ def _outputs(run_dir: Path) -> dict:
             "designs": {p.name: p.read_text() for p in designs}}
 
 
-def speed() -> dict:
+def speed(cache: Path | None, rounds: int) -> dict:
+    """Each schedule's whole study, `rounds` times, alternating (fused, sequential, fused, ...) so that the shared
+    machine's drift hits both alike. cache None: cold (no persistent cache, every program compiled); else that
+    cache directory, the programs loaded from it (first fill it: the test suite's, or a round not counted)."""
     from envgen_jax.llm.testing import FakeOpenAIServer
 
     load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="study_fused_"))
-    result: dict = {"methods": list(METHODS), "seeds": SEEDS, "settings": SETTINGS}
+    result: dict = {"methods": list(METHODS), "seeds": SEEDS, "settings": SETTINGS,
+                    "cache": "none (cold)" if cache is None else "the test suite's persistent cache (warm)"}
+    walls: dict[str, list[float]] = {"fused": [], "sequential": []}
     try:
         with FakeOpenAIServer(_respond) as server:
-            for phase, cache in (("cold", None), ("warm", work / "xla")):
-                for schedule in ("fused", "sequential"):  # warm: the cache is filled by a first, untimed run
-                    if cache is not None:
-                        _study(schedule, work / f"fill_{schedule}", server.base_url, cache)
-                    out = work / f"{phase}_{schedule}"
-                    wall = _study(schedule, out, server.base_url, cache)
-                    result[f"{schedule}_{phase}_wall_s"] = round(wall, 1)
-                    result[f"programs_{schedule}_{phase}"] = _programs(out, schedule)
-        result["fused_wall_s"], result["sequential_wall_s"] = result["fused_cold_wall_s"], result[
-            "sequential_cold_wall_s"]
-        result["programs_fused"] = result["programs_fused_cold"]["compiled"]
-        result["programs_sequential"] = result["programs_sequential_cold"]["compiled"]
-        result["identical"] = all(_outputs(work / "cold_fused" / m) == _outputs(work / "cold_sequential" / m)
+            for r in range(rounds):
+                for schedule in walls:
+                    out = work / f"{schedule}_{r}"
+                    walls[schedule].append(_study(schedule, out, server.base_url, cache))
+                    result[f"programs_{schedule}_round_{r}"] = _programs(out, schedule)
+        for schedule, w in walls.items():
+            result[f"{schedule}_wall_s"] = round(sorted(w)[len(w) // 2], 1)  # the median (upper for two)
+            result[f"{schedule}_walls_s"] = [round(x, 1) for x in w]
+            first = result[f"programs_{schedule}_round_0"]
+            result[f"programs_{schedule}"] = first["compiled"] + first["loaded"]
+        result["identical"] = all(_outputs(work / "fused_0" / m) == _outputs(work / "sequential_0" / m)
                                   for m in METHODS)
+        result["identical_note"] = ("metrics (losses included), report and designs of every method, fused vs one "
+                                    "after another; False means they differ, at most in float32 roundoff of the "
+                                    "losses (docs/studies.md)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result["load_average_before"] = [round(x, 2) for x in load_before]
     result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    result["note"] = ("2-core CPU shared with other jobs (load averages recorded): read the ratio; wall_s is the "
-                      "whole `envgen-jax study` command (process start, compiles, training, evaluations, "
-                      "checkpoints, reports); cold: no persistent compilation cache, warm: the programs loaded from it")
+    result["note"] = ("2-core CPU shared with 4-5 other jobs (load averages recorded, about 6-9x the cores): read "
+                      "the ratio only; wall_s is the whole `envgen-jax study` command (process start, programs "
+                      "loaded or compiled, training, evaluations, checkpoints, reports); programs: those the "
+                      "study's session compiled or loaded (compile.json; a fused study's members share one session)")
     return result
 
 
@@ -181,13 +191,16 @@ def main() -> None:
     p.add_argument("--agents", default="2,4,8", help="agent counts for --memory")
     p.add_argument("--label", default="symbolic", help="the memory result's name in the file")
     p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[])
+    p.add_argument("--cache", default=str(ROOT / ".cache" / "jax"),
+                   help="persistent compilation cache to load the programs from ('none': cold, compile everything)")
+    p.add_argument("--rounds", type=int, default=2)
     args = p.parse_args()
     if args.memory:
         result = memory(args.config, [int(a) for a in args.agents.split(",")], args.overrides)
         old = json.loads(OUT.read_text()).get("memory", {}) if OUT.exists() else {}
         _merge({"memory": {**old, args.label: result}})
     else:
-        _merge(speed())
+        _merge(speed(None if args.cache == "none" else Path(args.cache), args.rounds))
     print(OUT.read_text())
 
 

@@ -62,16 +62,18 @@ def groups(settings, schedule: str = "fused") -> list[list[str]]:
     return list(by_program.values())
 
 
-# The compiled chunk's device memory per agent beyond its TrainState: bytes per rollout step of one env slot, as a
-# multiple of the observation's size in float32 (the rollout keeps it, the update's minibatches and the network's
-# activations and gradients hold more of its size), fitted to the chunk's memory_analysis() measured on CPU
-# (benchmarks/study_fused.py --memory; benchmarks/results/study_fused_cpu.json; docs/studies.md, "Scale and memory").
-BYTES_PER_STEP_PER_OBSERVATION_FLOAT = 3.9
+# The compiled chunk's device memory per agent beyond its TrainState (the rollout, the update's minibatches, the
+# network's activations and gradients): bytes per rollout step of one env slot, as a multiple of the observation's
+# size in float32, fitted to the chunk's memory_analysis() on CPU (benchmarks/study_fused.py --memory, results in
+# benchmarks/results/study_fused_cpu.json; docs/studies.md, "Scale and memory"): the 2 x 256 MLP on symbolic
+# observations (configs/study_cpu.yaml) and the paper's IMPALA CNN on pixels (crafter_envgen_paper_agent.yaml).
+UPDATE_BYTES_PER_STEP = {"symbolic": 3.9, "pixels": 38.4}
 
 
 def memory_estimate(parts, agents: int) -> dict:
-    """Estimated device memory of a program training `agents` agents of `parts`'s configuration: the TrainStates
-    (exact, from their shapes) and the rollout (the formula above), in bytes."""
+    """Estimated device memory of a program training `agents` agents of `parts`'s configuration, in bytes: the
+    TrainStates (exact, from their shapes) and the update (the fit above), every agent's at once when the agents
+    are vmapped, one agent's at a time with `execution.seed_axis: map`."""
     import numpy as np
 
     from envgen_jax.run.parts import checkpoint_bytes
@@ -79,8 +81,9 @@ def memory_estimate(parts, agents: int) -> dict:
     cfg = parts.cfg
     state = checkpoint_bytes(parts) / cfg.num_agents
     obs = int(np.prod(parts.env.obs_shape)) * 4  # as float32, as the network reads it
-    rollout = BYTES_PER_STEP_PER_OBSERVATION_FLOAT * cfg.ppo.num_steps * cfg.ppo.num_envs * obs
-    return {"state_per_agent": state, "rollout_per_agent": rollout, "total": agents * (state + rollout)}
+    update = UPDATE_BYTES_PER_STEP[cfg.observation] * cfg.ppo.num_steps * cfg.ppo.num_envs * obs
+    updates_at_once = 1 if cfg.execution.seed_axis == "map" else agents
+    return {"state_per_agent": state, "update_per_agent": update, "total": agents * state + updates_at_once * update}
 
 
 def describe_groups(settings, schedule: str = "auto") -> str:
@@ -107,7 +110,9 @@ def describe_groups(settings, schedule: str = "auto") -> str:
     lines += ["", f"programs: {n} training program{'s' * (n != 1)}, one after another; the largest needs about "
               f"{total / 1e9:.2f} GB",
               f"memory per agent: {one['state_per_agent'] / 1e6:.1f} MB of TrainState (exact) + "
-              f"{one['rollout_per_agent'] / 1e6:.1f} MB for the update ({BYTES_PER_STEP_PER_OBSERVATION_FLOAT:g} x "
+              f"{one['update_per_agent'] / 1e6:.1f} MB for the update ({UPDATE_BYTES_PER_STEP[cfg0.observation]:g} x "
               f"{cfg0.ppo.num_steps} steps x {cfg0.ppo.num_envs} envs x the observation in float32, fitted to the "
-              f"compiled chunk on CPU: docs/studies.md)"]
+              f"compiled chunk on CPU"
+              + (", one agent's at a time: execution.seed_axis map" if cfg0.execution.seed_axis == "map" else "")
+              + "; docs/studies.md)"]
     return "\n".join(lines)
