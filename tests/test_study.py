@@ -21,7 +21,9 @@ TINY = [
     "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
     "output.progress=false", "output.tensorboard=false", "output.pictures=false",
 ]
+# One method after another (a fused study: tests/test_fused.py).
 ARGS = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", "ppo,random", "--seeds", "2",
+        "--schedule", "sequential",
         *sum([["--set", s] for s in TINY], [])]
 # What may differ between two builds of the same study: time taken, and which sessions ran where.
 VARYING = ("llm_seconds", "train_seconds", "wall_seconds", "sessions", "steps_per_second")
@@ -155,10 +157,10 @@ def test_a_failed_method_does_not_stop_the_study_and_the_rerun_resumes_it(study,
 
     original = EnvGenRun._evaluate
 
-    def crash_at_the_end(self, ts, cycle):  # after the cycle-boundary checkpoint, during the final phase
+    def crash_at_the_end(self, ts, members, cycle):  # after the cycle-boundary checkpoint, during the final phase
         if cycle == self.cfg.schedule.cycles:
             raise RuntimeError("simulated crash")
-        return original(self, ts, cycle)
+        return original(self, ts, members, cycle)
 
     monkeypatch.setattr(EnvGenRun, "_evaluate", crash_at_the_end)
     assert main([*ARGS, "--out", str(rerun)]) == 2

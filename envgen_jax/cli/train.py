@@ -107,7 +107,10 @@ differ), then compare them.
   envgen-jax study --config configs/study_cpu.yaml --methods ppo,envgen,fixed,random,easy_to_hard,adversarial
 
 Each method is one ordinary run directory, OUT/<method>/ (see `envgen-jax train --help`), with the seeds vmapped
-inside it. The study's resolved settings are kept in OUT/study.yaml.
+inside it. The study's resolved settings are kept in OUT/study.yaml. With --schedule fused the methods of the
+paper's loop (envgen, ppo, fixed, easy_to_hard, adversarial, random, scripted) train as one run, methods x seeds on
+one agent axis in one compiled program, each still writing exactly its own run directory; plr, sfl and envgen_sfl
+each need a program of their own and run alone. --dry-run prints the groups, agents, env slots and memory.
 
 Resuming: run the same command again, after a kill or in a later session. Finished runs are reused, started runs
 resume from their newest checkpoint, the rest start. A rerun must use the same settings (exit 1 naming each
@@ -146,6 +149,13 @@ def add_study_command(commands) -> None:
     p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                    help="override settings of the shared configuration, as for `train`")
     p.add_argument("--out", metavar="DIR", help="study directory (default runs/<config name>)")
+    p.add_argument("--schedule", choices=("auto", "fused", "sequential"), default="auto",
+                   help="fused: the methods of one program (the paper's loop) train as one run, methods x seeds on "
+                        "one agent axis; sequential: one method after another; auto (default): fused on a GPU or "
+                        "TPU, on a CPU whichever benchmarks/study_fused.py measured faster (docs/studies.md)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the groups, the agents of each program, the env slots, the bank and the estimated "
+                        "memory, then stop: nothing trains, nothing is written")
     p.set_defaults(handler=cmd_study)
 
 
@@ -156,5 +166,10 @@ def cmd_study(args) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     settings = resolve(args.config, methods, args.seeds, args.overrides)
     out = Path(args.out or Path("runs") / Path(args.config).stem)
+    if args.dry_run:
+        from envgen_jax.study.groups import describe_groups
+        print(describe_groups(settings, args.schedule))
+        print(f"\ndry run: the settings are valid; nothing trained, nothing written (study directory: {out})")
+        return 0
     configure_compile_cache(settings.run_config(settings.methods[0]).output.compile_cache)
-    return run_study(settings, out)
+    return run_study(settings, out, schedule=args.schedule)

@@ -14,34 +14,35 @@ the TrainState in each checkpoint (one orbax composite checkpoint per step in `<
 `trainer.checkpoint.Checkpoints`); a killed run resumes from its newest complete checkpoint and, on CPU, ends with the
 same report as an uninterrupted one. `Callbacks.section(name)` wraps each part of the work ("init", "llm", "train",
 "evaluate", "checkpoint"), for benchmarks that time them.
+
+The driver trains one or several members (`run.member.Member`: one method's plan, state, records and run directory)
+over one trainer. A run is one member; a fused study (`EnvGenRun.fused`) puts several methods of one program on the
+agent axis (methods x seeds), aligned by training updates: each chunk trains every member in its own phase's rows
+(the banks concatenated, each member's rows offset into its block), resets only the agents of members that start a
+phase, and each member does its host work (design, evaluation, checkpoints) at its own phase boundaries.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
-import yaml
 
-from envgen_jax.run.compile_record import RunTiming
-from envgen_jax.run.design_step import DesignStep
-from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
+from envgen_jax.run.member import Member, concatenated, fused_members, sections, side_by_side
 from envgen_jax.run.parts import RunParts
-from envgen_jax.run.plan import Phase, build_plan, first_training_where, phase_label, train_updates
+from envgen_jax.run.plan import Phase, phase_label, train_updates
 from envgen_jax.run.progress import chunk_done, progress_bar
-from envgen_jax.report import write_report
-from envgen_jax.methods.rows import ORIGINAL_ROW
 from envgen_jax.run_config import RunConfig, load_run_config
-from envgen_jax.run.log import RunLog, logger, nan_to_none
-from envgen_jax.methods.view import RunView
+from envgen_jax.run.log import logger
+from envgen_jax.run.loop_state import LoopState, load_loop_state
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.checkpoint import Checkpoints, newest_checkpoint
+from envgen_jax.trainer.checkpoint import newest_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
 
@@ -57,7 +58,8 @@ class Callbacks:
 
 
 class EnvGenRun:
-    """One run directory: `EnvGenRun(cfg, out_dir).run()`, or `EnvGenRun.resume(out_dir).run()`.
+    """One run directory: `EnvGenRun(cfg, out_dir).run()`, or `EnvGenRun.resume(out_dir).run()`; several methods'
+    run directories trained as one program: `EnvGenRun.fused([(cfg, out_dir), ...]).run()`.
 
     log: a logging.Logger (or LoggerAdapter) for messages; llm_client: a client for the designers (tests script
     one); callbacks: `Callbacks` whose sections wrap each part of the work; parts: `RunParts` made already."""
@@ -65,27 +67,27 @@ class EnvGenRun:
     def __init__(self, cfg: RunConfig, out_dir: str | Path, state: LoopState | None = None,
                  log: logging.Logger | logging.LoggerAdapter | None = None, llm_client: Any = None,
                  callbacks: Callbacks | None = None, parts: RunParts | None = None):
-        self.cfg, self.out = cfg, Path(out_dir)
-        self.log = log or logger
-        # hook (issue 44): the sections are timed into phases.json and compile.json, then run the given callbacks
-        self.callbacks = RunTiming(self.out, callbacks or Callbacks())
-        self.state = state or LoopState()
         parts = parts or RunParts.of(cfg)  # the game, its env and the method's class, looked up once
-        self.game, self.env = parts.game, parts.env
-        self.plan = build_plan(cfg, parts.method)
-        self.view = RunView(cfg, self.out, self.game, self.env, self.state)  # what the method sees of the run
-        self.trainer = parts.make_trainer()
-        self.evaluator = make_evaluator(self.trainer, cfg.eval.num_envs, cfg.eval.episodes_per_env,
-                                        cfg.eval.max_steps, game=self.game)
-        self.method = parts.method(self.view, self.trainer)
-        self.method.load_state(self.state.method)
-        self.design = DesignStep(self.view, self.method, self.log, llm_client)
-        self.records = RunLog(self.out, cfg.output.tensorboard)
-        self._resume_from: Path | None = None
-        self._checkpoints: Checkpoints | None = None  # open while run() runs
+        trainer = parts.make_trainer()
+        self._drive([Member(cfg, Path(out_dir), parts, trainer, log or logger, llm_client,
+                            callbacks or Callbacks(), state)], trainer)
+
+    def _drive(self, members: list[Member], trainer) -> None:
+        self.members, self.trainer = members, trainer
+        self.errors: dict[str, str] = {}  # a fused run's failed members (directory name -> error), and tracebacks
+        self.tracebacks: dict[str, str] = {}
+        self.cfg, self.out, first = members[0].cfg, members[0].out, members[0]
+        self.state, self.plan, self.method, self.view = first.state, first.plan, first.method, first.view
+        self.evaluator = make_evaluator(trainer, self.cfg.eval.num_envs, self.cfg.eval.episodes_per_env,
+                                        self.cfg.eval.max_steps, game=first.game)
+        if len(members) > 1:  # member m: agents [m * S, (m + 1) * S), bank rows after the members before it
+            seeds, offset = self.cfg.num_agents, 0
+            for i, m in enumerate(members):
+                m.agents, m.bank_offset = slice(i * seeds, (i + 1) * seeds), offset
+                offset += m.cfg.bank_rows
+        self._key_period = self.cfg.num_agents if len(members) > 1 else None  # evaluation keys by seed, not position
         self._last_checkpoint = time.monotonic()
         self._compiled = False  # the first training chunk of a session compiles the chunk
-        self._session_start = time.monotonic()
 
     @classmethod
     def resume(cls, out_dir: str | Path, log: logging.Logger | logging.LoggerAdapter | None = None,
@@ -99,162 +101,160 @@ class EnvGenRun:
             return cls(cfg, out, log=log, llm_client=llm_client, callbacks=callbacks, parts=parts)
         state = load_loop_state(checkpoint)
         run = cls(cfg, out, state=state, log=log, llm_client=llm_client, callbacks=callbacks, parts=parts)
-        run._resume_from = checkpoint
+        run.members[0].resume_from = checkpoint
         log.info(f"resuming {out} from {checkpoint.name} (phase {state.phase + 1}/{len(run.plan)}, "
                  f"{state.env_steps:,} env steps per seed)")
         return run
 
-    def run(self) -> dict:
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "config.yaml").write_text(yaml.safe_dump(self.cfg.to_dict(), sort_keys=False))
-        # Drop chunks recorded after the checkpoint we start from (all of them when a killed run had none yet).
-        self.records.truncate(self.state.metrics_lines)
-        self.callbacks.start(resumed=self._resume_from is not None)  # hook (issue 44)
-        total_steps = train_updates(self.plan) * self.cfg.steps_per_update
-        self.log.info(f"envgen-jax: {self.cfg.method} on {self.cfg.env}, {self.cfg.num_agents} agent(s), "
-                      f"{total_steps:,} env steps per seed, output in {self.out}")
-        with self.callbacks.section("init"):
+    @classmethod
+    def fused(cls, runs: list[tuple[RunConfig, Path]], logs: list | None = None, llm_client: Any = None,
+              callbacks: Callbacks | None = None) -> EnvGenRun:
+        """Several methods' runs (configurations alike but for `method`, of one program: `study.groups`) trained as
+        one, each resumed from the newest env step at which every one has a checkpoint (`member.common_checkpoints`).
+        A member that fails (its design step raises, say) is left out of the rest, its error in `errors`."""
+        members, trainer = fused_members(runs, logs or [logger] * len(runs), llm_client, callbacks)
+        run = cls.__new__(cls)
+        run._drive(members, trainer)
+        return run
+
+    def run(self) -> dict | list[dict | None]:
+        """Train every member to its end; the report (a run), or each member's (None where it failed)."""
+        for m in self.members:
+            m.start()
+            m.log.info(f"envgen-jax: {m.cfg.method} on {m.cfg.env}, {m.cfg.num_agents} agent(s), "
+                       f"{train_updates(m.plan) * m.cfg.steps_per_update:,} env steps per seed, output in {m.out}")
+        if len(self.members) > 1:
+            logger.info(f"fused: {len(self.members)} methods x {self.cfg.num_agents} seeds = "
+                        f"{len(self.members) * self.cfg.num_agents} agents in one compiled chunk")
+        with sections("init", self.members):
             ts = jax.block_until_ready(self._initial_train_state())
-        bar = progress_bar(total_steps, self.state.env_steps, self.cfg.output.progress)
-        self.view.status = bar.set_postfix_str
-        self._checkpoints = Checkpoints(self.out / "checkpoints", keep=self.cfg.output.keep_checkpoints)
+        bar = progress_bar(train_updates(self.plan) * self.cfg.steps_per_update, self.state.env_steps,
+                           self.cfg.output.progress)
+        for m in self.members:
+            m.view.status = bar.set_postfix_str
         try:
-            while self.state.phase < len(self.plan):
-                phase = self.plan[self.state.phase]
-                bar.set_description(phase_label(phase, self.cfg.schedule.cycles))
-                if phase.kind == "design":
-                    # No checkpoint before the design step: the cycle-boundary one just before it holds the same state.
-                    with self.callbacks.section("llm"):
-                        self.design(phase.cycle)
-                    self._advance()
-                    self._checkpoint(ts, reason="after the LLM step")
-                elif phase.kind == "train":
-                    with self.callbacks.section("train"):
-                        ts = jax.block_until_ready(self._train(ts, phase, bar))
-                    self._advance()
-                else:
-                    with self.callbacks.section("evaluate"):
-                        self._evaluate(ts, phase.cycle)
-                    self._advance()
-                    self._checkpoint(ts, reason="cycle boundary")
+            while True:
+                self._host_work(ts)
+                training = self._live(lambda m: m.phase is not None)
+                if not training:
+                    break
+                bar.set_description(phase_label(training[0].phase, self.cfg.schedule.cycles))
+                with sections("train", training):
+                    ts = jax.block_until_ready(self._train_chunk(ts, training, bar))
         finally:
-            self.callbacks.stop()  # hook (issue 44)
+            for m in self.members:
+                m.close()
             self.trainer.ahead.close()
             self.evaluator.ahead.close()
             bar.close()
-            self._checkpoints.close()
-            self.design.close()
-            self.records.close()
-        self.state.method = self.method.state_dict()
-        report = write_report(self.out, self.cfg, self.state, list(self.env.achievement_names),
-                              scored_env_steps=train_updates(self.plan, "final") * self.cfg.steps_per_update,
-                              wall_seconds=self.state.wall_seconds + (time.monotonic() - self._session_start),
-                              method_entries=self.method.report_entries(self.state.method),
-                              timing=self.callbacks.report_fields())  # hook (issue 44)
-        if report["score"] is not None:
-            self.log.info(f"done: score {report['score']:.2f} +/- {report['score_std']:.2f} %, reward "
-                          f"{report['reward']:.2f} +/- {report['reward_std']:.2f}; report: {self.out / 'report.md'}")
-        return report
+        reports = [None if m.out.name in self.errors else m.finish() for m in self.members]
+        return reports[0] if len(reports) == 1 else reports
+
+    def _live(self, where=lambda m: True) -> list[Member]:
+        return [m for m in self.members if m.out.name not in self.errors and where(m)]
+
+    def _guarded(self, member: Member, work) -> None:
+        """A member's host work; in a fused run an error fails that member only (named, its traceback kept)."""
+        if len(self.members) == 1:
+            return work()
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 -- one failed method must not lose the others
+            name = member.out.name
+            self.errors[name], self.tracebacks[name] = f"{type(e).__name__}: {e}", traceback.format_exc()
+            member.log.error(f"{member.cfg.method} failed ({self.errors[name]}); the other methods go on")
 
     def _initial_train_state(self):
-        bank, rows = self.method.bank_and_rows(self._state_where())
-        seeds, hparams = self.cfg.agent_seeds, self.cfg.agent_hparams  # init: blank env slots, the first chunk resets
-        ts = (self.trainer.restore(self._resume_from, bank, rows, seeds=seeds) if self._resume_from is not None
-              else self.trainer.init(bank, rows, seeds=seeds, hparams=hparams, episodes=False))
+        """Each member's part, restored from its checkpoint or fresh (blank env slots: the first chunk resets),
+        laid side by side on the agent axis."""
+        parts = []
+        for m in self.members:
+            bank, rows = m.method.bank_and_rows(m.state_where())
+            seeds = m.cfg.agent_seeds
+            parts.append(self.trainer.restore(m.resume_from, bank, rows, seeds=seeds) if m.resume_from is not None
+                         else self.trainer.init(bank, rows, seeds=seeds, hparams=m.cfg.agent_hparams, episodes=False))
+        ts = parts[0] if len(parts) == 1 else concatenated(parts)
         if jax.device_count() > 1:  # every local device (or every host's, after jax.distributed.initialize())
             from envgen_jax.trainer.sharding import layout, shard_train_state
+            agents = len(self.members) * self.cfg.num_agents
             ts = shard_train_state(ts, self.cfg.ppo.num_envs)
-            self.log.info(f"spread over {jax.device_count()} devices by "
-                          f"{layout(self.cfg.num_agents, self.cfg.ppo.num_envs, jax.device_count())}")
-        else:
-            self._compile_ahead(ts, bank, rows)
+            logger.info(f"spread over {jax.device_count()} devices by "
+                        f"{layout(agents, self.cfg.ppo.num_envs, jax.device_count())}")
+        else:  # compile the chunk and the evaluation in threads while the first design step runs
+            bank, rows, _ = side_by_side(self.cfg, [(m, m.method.bank_and_rows(m.state_where()), False) for m in self.members])
+            self.trainer.precompile_chunk(ts, bank, rows, num_updates=self.cfg.schedule.updates_per_chunk)
+            self.evaluator.precompile(self.trainer.agent_state(ts).params, *self._eval_layout(), self.cfg.seed,
+                                      self.cfg.eval.mode, key_period=self._key_period)
         return ts
-
-    def _compile_ahead(self, ts, bank, rows) -> None:
-        """Compile the chunk (for the layout the state was made with, the next phase's, which every other phase
-        shares) and the evaluation in threads while the first design step runs. One device only: a sharded state's
-        programs compile on first use."""
-        self.trainer.precompile_chunk(ts, bank, rows, num_updates=self.cfg.schedule.updates_per_chunk)
-        self.evaluator.precompile(self.trainer.agent_state(ts).params, *self._eval_layout(), self.cfg.seed,
-                                  self.cfg.eval.mode)
-
-    def _state_where(self) -> str:
-        """The `where` whose layout the TrainState has at this point of the plan: the last one trained if the
-        current phase has not started (sampled and fixed layouts differ in state), else the current one."""
-        if self.state.phase_updates == 0:
-            done = [p for p in self.plan[: self.state.phase] if p.kind == "train"]
-            if done:
-                return done[-1].where
-        return first_training_where(self.plan, self.state.phase)
-
-    def _advance(self):
-        self.state.phase += 1
-        self.state.phase_updates = 0
-
-    def _train(self, ts, phase: Phase, bar):
-        starting = self.state.phase_updates == 0
-        if starting:
-            self.method.before_phase(ts, phase)
-        bank, rows = self.method.bank_and_rows(phase.where)
-        reset = starting  # fresh episodes from the phase's rows, in the chunk's own program (no reset program)
-        chunk = self.cfg.schedule.updates_per_chunk
-        while self.state.phase_updates < phase.updates:
-            ts, bank, rows = self.method.before_chunk(ts, phase, bank, rows)
-            if not self._compiled:
-                bar.set_postfix_str("compiling the training chunk (its time is left out of the ETA)")
-            start = time.monotonic()
-            ts, metrics = self.trainer.train_chunk(ts, bank, rows, num_updates=chunk, reset=reset)
-            reset = False
-            metrics = to_host(metrics)
-            seconds = time.monotonic() - start
-            self.state.phase_updates += chunk
-            steps = chunk * self.cfg.steps_per_update
-            self.state.env_steps += steps
-            self._record_chunk(phase, metrics, seconds, steps, ts)
-            ts, bank = self.method.after_chunk(ts, phase, bank)
-            if phase.where == "final":  # the scored phase: its original-game episodes make the score
-                original = jax.tree.map(lambda x: np.asarray(x)[:, ORIGINAL_ROW], metrics.rows)  # [S], [S, A]
-                self.state.scored = add_stats(self.state.scored, original)
-            elif phase.where in ("llm", "mixed"):
-                accumulate_env_learning(self.state, phase, metrics.rows)
-            chunk_done(bar, steps, seconds, self.cfg.num_agents, self._compiled)
-            self._compiled = True
-            if time.monotonic() - self._last_checkpoint > 60 * self.cfg.output.checkpoint_minutes:
-                self._checkpoint(ts, reason="timer")
-        self.method.after_phase(ts, phase)
-        return ts
-
-    def _record_chunk(self, phase: Phase, metrics, seconds: float, steps: int, ts) -> None:
-        record, returns, lengths, episodes = chunk_record(self.state, self.cfg, phase, metrics, seconds, steps)
-        record.update(self.method.chunk_record(ts, phase))
-        self.state.curve.append({k: record[k] for k in ("env_steps", "cycle", "phase", "episodes_per_seed",
-                                                        "return_per_seed")})
-        self.records.chunk(record, returns, lengths, episodes)
-        self.state.metrics_lines += 1
 
     def _eval_layout(self):
-        return self.method.bank_and_rows("original")[0], np.zeros(self.cfg.eval.num_envs, np.int32)
+        bank, rows, _ = side_by_side(self.cfg, [(m, m.eval_layout(), False) for m in self.members])
+        return bank, rows
 
-    def _evaluate(self, ts, cycle: int) -> None:
-        self.view.status("evaluating in the original environment")
-        bank, rows = self._eval_layout()
-        report = self.evaluator.evaluate(self.trainer.agent_state(ts).params, bank, rows, key=self.cfg.seed,
-                                         fold_in=1000 + cycle, mode=self.cfg.eval.mode, report_rows=[ORIGINAL_ROW])
-        entry = {"cycle": cycle, "final": cycle == self.cfg.schedule.cycles, "env_steps": self.state.env_steps,
-                 **report.to_dict(), "success_per_seed": nan_to_none(report.success)}
-        self.state.evals.append(entry)
-        self.records.evaluation(self.state.env_steps, report)
+    def _host_work(self, ts) -> None:
+        """Every member's design and evaluation phases up to its next training phase, in rounds (each member one
+        phase a round), so that at each env step every member checkpoints before any checkpoints twice."""
+        while ready := self._live(lambda m: m.phase is not None and (m.phase.kind != "train" or m.phase_trained)):
+            for m in ready:
+                if m.phase_trained:  # resumed after the last chunk of a phase
+                    m.end_phase(ts)
+            at = {kind: [m for m in ready if m.phase is not None and m.phase.kind == kind] for kind in ("evaluate",
+                                                                                                        "design")}
+            for cycle in sorted({m.phase.cycle for m in at["evaluate"]}):
+                self._evaluate(ts, [m for m in at["evaluate"] if m.phase.cycle == cycle], cycle)
+            for m in at["design"]:
+                self._guarded(m, lambda m=m: self._design(ts, m))
 
-    def _checkpoint(self, ts, reason: str) -> Path:
-        with self.callbacks.section("checkpoint"):
-            self.state.wall_seconds += time.monotonic() - self._session_start
-            self._session_start = time.monotonic()
-            self.state.checkpoints += 1
-            self.state.method = self.method.state_dict()
-            path = self._checkpoints.save(self.state.checkpoints, ts, metadata={
-                "loop": dataclasses.asdict(self.state), "reason": reason})
+    def _design(self, ts, m: Member) -> None:
+        # No checkpoint before the design step: the cycle-boundary one just before it holds the same state.
+        with sections("llm", [m]):
+            m.design(m.phase.cycle)
+        m.advance()
+        m.checkpoint(ts, reason="after the LLM step")
+        self._last_checkpoint = time.monotonic()
+
+    def _evaluate(self, ts, members: list[Member], cycle: int) -> None:
+        """One evaluation of every agent in the original game (one program), booked by the members at it."""
+        with sections("evaluate", members):
+            for m in members:
+                m.view.status("evaluating in the original environment")
+            stats, _ = self.evaluator.run(self.trainer.agent_state(ts).params, *self._eval_layout(), key=self.cfg.seed,
+                                          fold_in=1000 + cycle, mode=self.cfg.eval.mode, key_period=self._key_period)
+            stats = to_host(stats)
+            for m in members:
+                self._guarded(m, lambda m=m: m.evaluated(m.row_stats(stats), cycle))
+        for m in members:
+            if m.out.name not in self.errors:
+                m.checkpoint(ts, reason="cycle boundary")
+        self._last_checkpoint = time.monotonic()
+
+    def _train_chunk(self, ts, training: list[Member], bar):
+        chunk = self.cfg.schedule.updates_per_chunk
+        for m in training:
+            if m.layout is None:
+                m.enter_phase(ts)
+            ts, *layout = m.method.before_chunk(ts, m.phase, *m.layout)
+            m.layout = tuple(layout)
+        # A failed or finished member's agents idle in the original game (their results are kept, never saved again).
+        given = [(m, m.layout, m.reset) if m in training else (m, m.method.bank_and_rows("original"), False)
+                 for m in self.members]
+        bank, rows, reset = side_by_side(self.cfg, given)
+        if not self._compiled:
+            bar.set_postfix_str("compiling the training chunk (its time is left out of the ETA)")
+        start = time.monotonic()
+        ts, metrics = self.trainer.train_chunk(ts, bank, rows, num_updates=chunk, reset=reset)
+        metrics = to_host(metrics)
+        seconds = time.monotonic() - start
+        for m in training:
+            ts = m.chunk_done(ts, m.metrics(metrics), seconds, chunk)
+        chunk_done(bar, chunk * self.cfg.steps_per_update, seconds, len(self.members) * self.cfg.num_agents,
+                   self._compiled)
+        self._compiled = True
+        if time.monotonic() - self._last_checkpoint > 60 * self.cfg.output.checkpoint_minutes:
+            for m in self._live(lambda m: m.phase is not None):
+                m.checkpoint(ts, reason="timer")
             self._last_checkpoint = time.monotonic()
-            return path
+        return ts
 
 
 def latest_checkpoint(out: Path) -> Path | None:

@@ -1,5 +1,5 @@
-"""Run a study: every method's run in turn (trained, resumed or reused), a failed one reported and skipped, and the
-comparison (study.json, study.md, the plots) rewritten after each."""
+"""Run a study: every group of methods in turn (one program each, `groups`; trained, resumed or reused), a failed
+method reported and skipped, and the comparison (study.json, study.md, the plots) rewritten after each group."""
 
 from __future__ import annotations
 
@@ -16,28 +16,34 @@ from envgen_jax.run.provenance import environment
 from envgen_jax.run_config import load_run_config
 from envgen_jax.schema import ConfigError
 from envgen_jax.study.compare import build_comparison
+from envgen_jax.study.groups import groups
 from envgen_jax.study.markdown import markdown
 from envgen_jax.study.plots import plot_study
 from envgen_jax.study.settings import StudySettings, reconcile, save_settings
 
 
 def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], None] = print,
-              llm_client: Any = None) -> int:
-    """Run (resume, reuse) every method's run, then write the comparison. Returns 0, or 2 if a method failed."""
+              llm_client: Any = None, schedule: str = "auto") -> int:
+    """Run (resume, reuse) every method's run, then write the comparison. Returns 0, or 2 if a method failed.
+    schedule: `fused` (the methods of one program trained as one run: `study.groups`), `sequential` (one method
+    after another) or `auto` (`groups.resolve_schedule`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = reconcile(settings, out)
     save_settings(settings, out / "study.yaml")
     errors: dict[str, str] = {}
-    for method in settings.methods:
+    plan = groups(settings, schedule)
+    for i, group in enumerate(plan):
         try:
-            trained = run_method(settings, method, out, log, llm_client)
-        except Exception as e:  # noqa: BLE001 -- one failed method must not lose the others
-            errors[method] = f"{type(e).__name__}: {e}"
-            print(f"error: {method} failed ({errors[method]}); its checkpoints are kept, and rerunning the same "
-                  f"command retries it (traceback in {log_traceback(out, f'{method} failed')})", file=sys.stderr)
+            trained, failed = run_group(settings, group, out, log, llm_client)
+        except Exception as e:  # noqa: BLE001 -- one failed group must not lose the others
+            failed = {m: (f"{type(e).__name__}: {e}", traceback.format_exc()) for m in group}
             trained = True
-        if trained and method != settings.methods[-1]:
+        for method, (error, details) in failed.items():
+            errors[method] = error
+            print(f"error: {method} failed ({error}); its checkpoints are kept, and rerunning the same command "
+                  f"retries it (traceback in {log_traceback(out, f'{method} failed', details)})", file=sys.stderr)
+        if trained and i < len(plan) - 1:
             try:  # partial results, readable while the next methods train
                 write_comparison(out, settings, errors)
             except Exception as e:  # noqa: BLE001 -- the runs matter more than their comparison, rebuilt at the end
@@ -48,37 +54,72 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
     return 2 if errors else 0
 
 
-def log_traceback(out: Path, what: str) -> Path:
-    """Append the exception being handled to OUT/errors.log: stderr gets one line, the log the details."""
+def run_group(settings: StudySettings, group: list[str], out: Path, log: Callable[[str], None],
+              llm_client: Any = None) -> tuple[bool, dict[str, tuple[str, str]]]:
+    """Train, resume or reuse the runs of `group` as one program (one method: `run_method`). Returns whether any
+    trained, and each failed method's error and traceback."""
+    todo = [m for m in group if _check_or_reuse(settings, m, out, log)]
+    if not todo:
+        return False, {}
+    if len(todo) == 1:
+        try:
+            run_method(settings, todo[0], out, log, llm_client)
+        except Exception as e:  # noqa: BLE001 -- reported by the caller, the study goes on
+            return True, {todo[0]: (f"{type(e).__name__}: {e}", traceback.format_exc())}
+        return True, {}
+    for m in todo:
+        _session(out / m, resumed=latest_checkpoint(out / m) is not None)
+    run = EnvGenRun.fused([(settings.run_config(m), out / m) for m in todo],
+                          logs=[Prefixed(f"[{m}] ") for m in todo], llm_client=llm_client)
+    run.run()
+    return True, {m: (run.errors[m], run.tracebacks[m]) for m in todo if m in run.errors}
+
+
+def log_traceback(out: Path, what: str, details: str | None = None) -> Path:
+    """Append the exception being handled (or `details`) to OUT/errors.log: stderr gets one line, the log the
+    details."""
     path = out / "errors.log"
     with open(path, "a") as f:
-        f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {what}\n{traceback.format_exc()}\n")
+        f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {what}\n{details or traceback.format_exc()}\n")
     return path
+
+
+def _check_or_reuse(settings: StudySettings, method: str, out: Path, log: Callable[[str], None]) -> bool:
+    """Whether OUT/<method> still has to train (False: finished earlier); a run made with other settings is an
+    error."""
+    run_dir = out / method
+    if (run_dir / "config.yaml").exists() and load_run_config(run_dir / "config.yaml") != settings.run_config(method):
+        raise ConfigError([f"{run_dir / 'config.yaml'}: differs from the study's settings in {out / 'study.yaml'}"],
+                          what=f"{method} run")
+    if (run_dir / "report.json").exists():
+        log(f"{method}: finished earlier ({run_dir / 'report.md'})")
+        return False
+    return True
+
+
+def _session(run_dir: Path, resumed: bool) -> None:
+    """A line of OUT/<method>/sessions.jsonl: which machine and code trained (part of) this run."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    with open(run_dir / "sessions.jsonl", "a") as f:
+        f.write(json.dumps({"action": "resume" if resumed else "start",
+                            **{k: env[k] for k in ("date", "device", "jax", "jaxlib", "commit", "dirty", "host")}})
+                + "\n")
 
 
 def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[str], None],
                llm_client: Any = None) -> bool:
     """Train, resume or reuse OUT/<method>; returns False when the run had already finished."""
     run_dir = out / method
-    cfg = settings.run_config(method)
-    if (run_dir / "config.yaml").exists() and load_run_config(run_dir / "config.yaml") != cfg:
-        raise ConfigError([f"{run_dir / 'config.yaml'}: differs from the study's settings in {out / 'study.yaml'}"],
-                          what=f"{method} run")
-    if (run_dir / "report.json").exists():
-        log(f"{method}: finished earlier ({run_dir / 'report.md'})")
+    if not _check_or_reuse(settings, method, out, log):
         return False
     prefix = Prefixed(f"[{method}] ")
     resumed = latest_checkpoint(run_dir) is not None
     if resumed:
         run = EnvGenRun.resume(run_dir, log=prefix, llm_client=llm_client)
     else:
-        run = EnvGenRun(cfg, run_dir, log=prefix, llm_client=llm_client)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    env = environment()  # which machine and code trained (part of) this run
-    with open(run_dir / "sessions.jsonl", "a") as f:
-        f.write(json.dumps({"action": "resume" if resumed else "start",
-                            **{k: env[k] for k in ("date", "device", "jax", "jaxlib", "commit", "dirty", "host")}})
-                + "\n")
+        run = EnvGenRun(settings.run_config(method), run_dir, log=prefix, llm_client=llm_client)
+    _session(run_dir, resumed)
     run.run()
     return True
 

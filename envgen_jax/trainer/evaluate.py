@@ -112,7 +112,7 @@ class Evaluator:
         self.max_steps = max_steps
         self.venv = venv if venv is not None else _default_vecenv(trainer.env, trainer.cfg, num_envs)
         self.trace_count = 0
-        self._jit = jax.jit(self._run)
+        self._jit = jax.jit(self._run, static_argnames=("key_period",))
         self.ahead = AheadOfTime()  # the program compiled in a thread (`precompile`)
 
     def _act(self, params, memory, obs, key, mode):
@@ -149,25 +149,32 @@ class Evaluator:
         t, _, _, _, counts, acc, _ = jax.lax.while_loop(cond, body, c)
         return acc, t
 
-    def _run(self, params, key, fold_in, bank, rows, mode):
+    def _run(self, params, key, fold_in, bank, rows, mode, key_period: int | None = None):
         self.trace_count += 1
         key = jnp.where(fold_in >= 0, jax.random.fold_in(key, fold_in), key)
-        keys = jax.random.split(key, jax.tree.leaves(params)[0].shape[0])
+        agents = jax.tree.leaves(params)[0].shape[0]
+        # Agent i evaluates with key i of `key_period` keys (default: one per agent), so that in a fused study
+        # (methods x seeds on one axis) seed s of every method gets the key seed s gets in a run of its method alone.
+        keys = jnp.tile(jax.random.split(key, key_period or agents), (agents // (key_period or agents), 1))
         return self.trainer.over_seeds(self._run_one, (0, 0, None, rows_axis(rows), None))(params, keys, bank, rows,
                                                                                             mode)
 
-    def run(self, params, bank, rows, key, mode: str = "sample", fold_in: int = -1) -> tuple[RowStats, jax.Array]:
+    def run(self, params, bank, rows, key, mode: str = "sample", fold_in: int = -1,
+            key_period: int | None = None) -> tuple[RowStats, jax.Array]:
         """Device RowStats [S, K] and the steps taken [S]. params: the TrainState's params (seed axis [S]);
         key: u32[2] or an int seed, first folded with `fold_in` when it is >= 0, then split into one key per seed
-        (inside the compiled program: the host compiles nothing); mode: sample | greedy | random."""
+        (inside the compiled program: the host compiles nothing), or with `key_period` into that many keys, agent i
+        taking key i mod key_period (a fused study's methods x seeds); mode: sample | greedy | random."""
         args = self._arguments(params, bank, rows, key, mode, fold_in)
-        compiled = self.ahead.get(args)
-        return compiled(*args) if compiled is not None else self._jit(*args)
+        static = {"key_period": key_period} if key_period else {}
+        compiled = self.ahead.get(args, static)
+        return compiled(*args) if compiled is not None else self._jit(*args, **static)
 
-    def precompile(self, params, bank, rows, key=0, mode: str = "sample") -> None:
+    def precompile(self, params, bank, rows, key=0, mode: str = "sample", key_period: int | None = None) -> None:
         """Start compiling `run` for these arguments' types in a background thread (arrays only read for their
         shapes); a later `run` or `evaluate` with the same types runs that program."""
-        self.ahead.submit(self._jit, self._arguments(params, bank, rows, key, mode, -1))
+        self.ahead.submit(self._jit, self._arguments(params, bank, rows, key, mode, -1),
+                          {"key_period": key_period} if key_period else {})
 
     def _arguments(self, params, bank, rows, key, mode, fold_in) -> tuple:
         if mode not in MODES:

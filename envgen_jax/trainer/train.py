@@ -241,10 +241,8 @@ class Trainer:
         """One PPO update of one agent's state: (state, UpdateOut)."""
         return self.ppo.update(state, bank, rows)
 
-    def _chunk_one(self, state, bank, rows, reset, num_updates: int):
+    def _chunk_one(self, state, bank, rows, num_updates: int):
         num_rows = bank.num_rows
-        # `reset` is one flag for every seed (not vmapped), so this stays a real branch: no reset costs nothing.
-        state = jax.lax.cond(reset, lambda s: self._reset_one(s, bank, rows), lambda s: s, state)
         acc0 = RowStats.zeros(num_rows, len(self.achievement_names))
 
         def body(carry, _):
@@ -258,8 +256,12 @@ class Trainer:
 
     def _train_chunk(self, ts, bank, rows, reset, num_updates: int):
         self.trace_counts["train_chunk"] += 1
+        # A flag per agent (a fused study's methods start phases apart), in one real branch: no reset costs nothing.
+        reset_where = functools.partial(_reset_where, self._reset_one)
+        ts = jax.lax.cond(reset.any(), lambda s: self.over_seeds(reset_where, (0, None, rows_axis(rows), 0))(
+            s, bank, rows, reset), lambda s: s, ts)
         fn = functools.partial(self._chunk_one, num_updates=num_updates)
-        return self.over_seeds(fn, (0, None, rows_axis(rows), None))(ts, bank, rows, reset)
+        return self.over_seeds(fn, (0, None, rows_axis(rows)))(ts, bank, rows)
 
     def compile_train_chunk(self, ts, bank, rows, num_updates: int):
         """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows, reset=False) ->
@@ -272,20 +274,29 @@ class Trainer:
         its shapes); a later train_chunk call with the same types runs that program."""
         self.ahead.submit(self._chunk_jit, _chunk_arguments(ts, bank, rows), {"num_updates": num_updates})
 
-    def train_chunk(self, ts, bank, rows, num_updates: int, reset: bool = False) -> tuple[Any, ChunkMetrics]:
-        """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards).
+    def train_chunk(self, ts, bank, rows, num_updates: int, reset=False) -> tuple[Any, ChunkMetrics]:
+        """Run `num_updates` PPO updates for every seed. `ts` is donated (do not reuse it afterwards). `reset`: fresh
+        episodes first, for every agent (a bool) or for the agents whose flag is set (bool[agents]).
 
         bank: a Bank (env params with leading K rows); rows: i32[N] or i32[S, N] (the bank row of each env slot; the
         VecEnv reads both on every step, so after moving slots to other rows start fresh episodes: `reset=True`,
         or `reset_envs` first). Env steps in the chunk per seed: num_updates * num_envs * num_steps."""
-        if reset and draws_rows(rows) != isinstance(self.agent_state(ts).env_state, SampledVecState):
+        if np.any(reset) and draws_rows(rows) != isinstance(self.agent_state(ts).env_state, SampledVecState):
             # Fixed rows <-> rows drawn per episode changes the env state's type: that reset is a program of its own.
+            assert np.all(reset), "a change between fixed and drawn rows resets every agent: give reset=True"
             ts, reset = self.reset_envs(ts, bank, rows), False
         args = _chunk_arguments(ts, bank, rows, reset)
         compiled = self.ahead.get(args, {"num_updates": num_updates})
         return compiled(*args) if compiled is not None else self._chunk_jit(*args, num_updates=num_updates)
 
 
-def _chunk_arguments(ts, bank, rows, reset: bool = False) -> tuple:
-    """The traced arguments of `_train_chunk` (a compiled chunk is called with exactly these types)."""
-    return ts, bank, layout(rows), np.bool_(reset)
+def _reset_where(reset_one, state, bank, rows, flag):
+    """One agent's state with fresh episodes (`reset_one`) if its flag is set, else as it was."""
+    return jax.tree.map(lambda new, old: jnp.where(flag, new, old), reset_one(state, bank, rows), state)
+
+
+def _chunk_arguments(ts, bank, rows, reset=False) -> tuple:
+    """The traced arguments of `_train_chunk` (a compiled chunk is called with exactly these types); `reset`: one
+    flag for every agent, or one per agent, given to the program as bool[agents]."""
+    agents = jax.tree.leaves(ts)[0].shape[0]
+    return ts, bank, layout(rows), np.broadcast_to(np.asarray(reset, np.bool_), (agents,)).copy()
