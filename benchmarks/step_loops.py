@@ -90,9 +90,11 @@ def programs(variant: str, num_envs: int, steps: int):
             "env_steps": (env_steps, (vstate, key))}
 
 
-def count(variant: str, num_envs: int):
+def count(variant: str, num_envs: int, names: list[str]):
     """A row per counted program, yielded as measured."""
-    for name, (fn, args) in list(programs(variant, num_envs, steps=1).items())[:2]:
+    for name, (fn, args) in programs(variant, num_envs, steps=1).items():
+        if name not in names:
+            continue
         traced = jax.jit(fn).trace(*args)
         start = time.perf_counter()
         compiled = traced.lower().compile()
@@ -126,7 +128,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--time", default="", help="batch sizes to time the env steps at, e.g. 8,128 (default: none)")
     ap.add_argument("--steps", type=int, default=64, help="env steps a timed call (default 64)")
     ap.add_argument("--repeats", type=int, default=5, help="timed calls after two warm-ups (default 5)")
-    ap.add_argument("--no-count", action="store_true", help="only the timings")
+    ap.add_argument("--count", default="step,vecstep",
+                    help="programs whose loops to count: step, vecstep, both or none (default both)")
     ap.add_argument("--label", default="default", help="a name for this process's XLA options (default 'default')")
     ap.add_argument("--cpu-tiny", action="store_true", help="a dry run: 2 envs counted, 4 steps a timed call")
     ap.add_argument("--out", type=Path, required=True, help="the JSON (rows of other labels are kept)")
@@ -138,6 +141,9 @@ def main(argv=None) -> dict:
         batch_sizes = [int(n) for n in args.time.split(",") if n]
     except ValueError:
         ap.error(f"--time: batch sizes as integers, comma separated, got {args.time!r}")
+    counted = [p for p in args.count.split(",") if p and p != "none"]
+    if set(counted) - {"step", "vecstep"}:
+        ap.error(f"--count: choose from step, vecstep, none, got {args.count!r}")
     if args.cpu_tiny:
         args.envs, args.steps, args.repeats = 2, 4, 1
 
@@ -151,7 +157,7 @@ def main(argv=None) -> dict:
               "rows": [r for r in old.get("rows", []) if r.get("label") != args.label]}
     save = lambda: write_text_atomic(args.out, json.dumps(result, indent=1, default=str))  # noqa: E731
     for variant in variants:  # each row saved as measured: a run cut off by its time box keeps them
-        for row in [] if args.no_count else count(variant, args.envs):
+        for row in count(variant, args.envs, counted):
             result["rows"].append({"label": args.label, **row})
             save()
         for n in batch_sizes:
