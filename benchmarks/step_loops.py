@@ -15,7 +15,8 @@ For each: `while` and `fusion` instructions in the compiled HLO (`compiled.as_te
 the program lowered for CUDA before XLA's passes (on a CPU each jax.random call adds a loop of its own, threefry's
 rolled rounds, that a GPU lowering does not have; the CUDA lowering needs no GPU). --time: the rollout's env
 steps alone (`vecstep` in a scan of --steps steps, random actions; pixel_speed.py's `env` part) at each batch size,
-two warm-up calls, then the median of --repeats; ms per step and env steps/s. Rows are saved as measured and rows of
+every variant compiled, warmed up twice, then timed side by side (round-robin, --repeats each): ms per step and
+env steps/s. Rows are saved as measured and rows of
 other labels kept, so XLA's options (--label, one process each) end up side by side in one file.
 """
 
@@ -35,7 +36,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks.common import environment, time_call, write_text_atomic  # noqa: E402
+from benchmarks.common import environment, time_interleaved, write_text_atomic  # noqa: E402
 
 VARIANTS = ("scan", "unrolled")
 
@@ -106,19 +107,23 @@ def count(variant: str, num_envs: int, names: list[str]):
         yield row
 
 
-def timing(variant: str, num_envs: int, steps: int, repeats: int) -> dict:
-    fn, args = programs(variant, num_envs, steps)["env_steps"]
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compile_s = time.perf_counter() - start
-    t = time_call(compiled, *args, repeats=repeats)
-    row = {"kind": "time", "program": "env_steps", "variant": variant, "envs": num_envs, "steps": steps,
-           "compile_s": round(compile_s, 2), "median_s": t["median_s"], "times_s": t["times_s"],
-           "ms_per_step": round(1e3 * t["median_s"] / steps, 4),
-           "env_steps_per_s": round(num_envs * steps / t["median_s"], 1)}
-    print(f"step_loops {variant} env_steps x{num_envs}: {row['ms_per_step']} ms a step, "
-          f"{row['env_steps_per_s']:,.0f} env steps/s (compile {compile_s:.0f} s)", flush=True)
-    return row
+def timing(variants: list[str], num_envs: int, steps: int, repeats: int) -> list[dict]:
+    """The rollout's env steps at `num_envs`, every variant compiled, then timed side by side (round-robin)."""
+    calls, compile_s = {}, {}
+    for variant in variants:
+        fn, args = programs(variant, num_envs, steps)["env_steps"]
+        start = time.perf_counter()
+        calls[variant] = (jax.jit(fn).lower(*args).compile(), args)
+        compile_s[variant] = time.perf_counter() - start
+    rows = []
+    for variant, t in time_interleaved(calls, repeats=repeats).items():
+        rows.append({"kind": "time", "program": "env_steps", "variant": variant, "envs": num_envs, "steps": steps,
+                     "compile_s": round(compile_s[variant], 2), "median_s": t["median_s"], "times_s": t["times_s"],
+                     "ms_per_step": round(1e3 * t["median_s"] / steps, 4),
+                     "env_steps_per_s": round(num_envs * steps / t["median_s"], 1)})
+        print(f"step_loops {variant} env_steps x{num_envs}: {rows[-1]['ms_per_step']} ms a step, "
+              f"{rows[-1]['env_steps_per_s']:,.0f} env steps/s (compile {compile_s[variant]:.0f} s)", flush=True)
+    return rows
 
 
 def main(argv=None) -> dict:
@@ -160,9 +165,9 @@ def main(argv=None) -> dict:
         for row in count(variant, args.envs, counted):
             result["rows"].append({"label": args.label, **row})
             save()
-        for n in batch_sizes:
-            result["rows"].append({"label": args.label, **timing(variant, n, args.steps, args.repeats)})
-            save()
+    for n in batch_sizes:  # the variants side by side at each batch size
+        result["rows"] += [{"label": args.label, **row} for row in timing(variants, n, args.steps, args.repeats)]
+        save()
     return result
 
 
