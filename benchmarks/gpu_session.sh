@@ -257,7 +257,7 @@ stage() {
   [ "$status" != 0 ] && [ "$what" = ok ] && what="failed (exit $status; see session.log)"
   printf '%s\t%s\t%s\t%s\n' "$name" "$limit" "$seconds" "$what" >> "$RESULTS/stages.tsv"
   say "stage $name: ${seconds}s, $what"
-  summarize
+  [ "$CHECK" = 1 ] || summarize  # --check: once, at the end
 }
 
 CHECK_PY='

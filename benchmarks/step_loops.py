@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 import os
 import re
 import sys
@@ -56,8 +57,9 @@ def lowered_whiles(traced, platform: str) -> int | None:
     return text.count("stablehlo.while")
 
 
-def programs(variant: str, num_envs: int, steps: int):
-    """(name, function, args) of the programs to count and time, for one variant."""
+def programs(variant: str, num_envs: int, steps: int, concrete: bool = True):
+    """{name: (function, args)} of the programs to count and time, for one variant; `concrete` False: the env states
+    as shapes only (enough to trace, lower and compile: nothing is generated or run)."""
     from envgen_jax import games
     from envgen_jax.envs.crafter import CrafterConfig, make_params
     from envgen_jax.envs.vector import VecEnv
@@ -67,7 +69,7 @@ def programs(variant: str, num_envs: int, steps: int):
     bank = make_params([CrafterConfig.original()])
     rows = jnp.zeros(num_envs, jnp.int32)
     key = jax.random.PRNGKey(0)
-    _, vstate = jax.jit(venv.reset)(key, bank, rows)
+    _, vstate = (jax.jit(venv.reset) if concrete else partial(jax.eval_shape, venv.reset))(key, bank, rows)
     actions = jnp.zeros(num_envs, jnp.int32)
     params = bank.get(rows)
 
@@ -93,7 +95,7 @@ def programs(variant: str, num_envs: int, steps: int):
 
 def count(variant: str, num_envs: int, names: list[str]):
     """A row per counted program, yielded as measured."""
-    for name, (fn, args) in programs(variant, num_envs, steps=1).items():
+    for name, (fn, args) in programs(variant, num_envs, steps=1, concrete=False).items():
         if name not in names:
             continue
         traced = jax.jit(fn).trace(*args)
