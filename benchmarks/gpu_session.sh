@@ -17,21 +17,25 @@
 #
 # THE FIRST LEASE (issue 64 items 1-3), about 14 minutes of calls after a start; two calls, the second sent while the
 # machine is still warm (KEEP_RESULTS=1 keeps the first call's results and the compilation cache):
-#   A  BENCH_COMMIT=... bash benchmarks/gpu_session.sh --stages check,step_loops,step_loops_cmdbuf,step_loops_unroll,wide_speed --budget 560
+#   A  BENCH_COMMIT=... bash benchmarks/gpu_session.sh --stages check,step_loops,step_loops_cmdbuf,wide_speed --budget 560
 #        step_loops        the env step's while loops (scan vs unrolled; compiled HLO and CUDA lowering) and the
-#                          rollout's env steps timed at 8 and 128 envs for each            ~150 s (6 compiles of ~20 s)
-#        step_loops_cmdbuf the same timings under command buffers for WHILE and CONDITIONAL              ~100 s
-#        step_loops_unroll the same, plus --xla_gpu_command_buffer_unroll_loops=true                     ~100 s
+#                          rollout's env steps timed side by side at 8 and 128 envs    <= 180 s (6 compiles of ~20 s)
+#        step_loops_cmdbuf the same timings under command buffers for WHILE and CONDITIONAL             <= 110 s
 #        wide_speed        whole updates of configs/crafter_ppo_paper_agent_wide.yaml (64 envs x 64 steps, dense
-#                          seeds) at 1, 4, 8, 16 agents, bf16 (WIDE_VARIANTS adds float32): pixel_speed `part: chunk`
-#                          rows, the faster step_loops (STEP_LOOPS=auto reads step_loops.json)   the rest (~80 s each)
-#   B  KEEP_RESULTS=1 STEP_LOOPS=auto BENCH_COMMIT=... bash benchmarks/gpu_session.sh --stages wide_bf16,wide_f32 --budget 300
-#        wide_bf16, wide_f32  the wide preset's learning, 2 dense seeds over the first 0.5M steps each (cycles=0: all
-#                          scored), in bf16 then float32, each summarised (pixel_agent_1m.py: Crafter score, mean and
-#                          per-achievement success) beside the paper shape's 9.7% over its first 0.49M (1 seed,
-#                          benchmarks/results/gpu_h200/pixel/); at the aims' 16,000 env steps/s for 4 agents, 2 agents
-#                          x 0.5M is about 90 s of training plus ~80 s of compile each: a run cut off by its box keeps
-#                          its newest checkpoint and is summarised from it (WIDE_RESUME=1 continues it in a later call)
+#                          seeds, bf16; WIDE_VARIANTS adds float32) at 1, 4, 8, 16 agents: pixel_speed `part: chunk`
+#                          rows, one compile (~80 s) and a few updates each; what is left of the call (~230 s: the
+#                          smaller agent counts first, each row saved as measured)
+#   B  KEEP_RESULTS=1 STEP_LOOPS=auto WIDE_SEEDS=8,16 BENCH_COMMIT=... bash benchmarks/gpu_session.sh \
+#          --stages step_loops_unroll,wide_speed,wide_bf16 --budget 280
+#        step_loops_unroll the step timings with --xla_gpu_command_buffer_unroll_loops=true too            <= 110 s
+#        wide_speed        the agent counts A did not reach
+#        wide_bf16         the wide preset's learning, 2 dense seeds over the first 0.5M steps (cycles=0: all
+#                          scored), summarised by pixel_agent_1m.py (Crafter score, mean and per-achievement success)
+#                          beside the paper shape's 9.7% over its first 0.49M (1 seed, benchmarks/results/gpu_h200/pixel/)
+# Item 3 does not fit that lease whole: 2 agents x 0.5M steps is about 65 s of training at the aims' speed (16,000
+# env steps/s for 4 agents) plus ~80 s of compile and the evaluation, per dtype, so wide_bf16 gets what B leaves and
+# a later call continues it (KEEP_RESULTS=1 WIDE_RESUME=1 ... --stages wide_bf16,wide_f32; a run cut off by its box
+# is summarised from its newest checkpoint). STEP_LOOPS=auto takes the step variant A measured faster.
 # THE SECOND LEASE (issue 64 items 4-5), written against `envgen-jax study` as it is (methods one after another);
 # once the fused schedule of issue 61 lands, put its flag in STUDY_SCHEDULE (e.g. STUDY_SCHEDULE='--set
 # study.schedule=fused', whatever name it lands with), and the same stages run fused:
