@@ -49,6 +49,9 @@
 #                          (envgen, fixed, easy_to_hard, adversarial, envgen_sfl) replayed from their CPU transcripts
 # At today's speeds (3,195 env steps/s for 4 dense pixel seeds) the pixel study does not fit one lease; it is planned
 # on the wide shape's aims (4 agents >= 16,000 env steps/s: 3 methods x 2 seeds x 1.96M = 11.8M steps in ~12 min).
+# The symbolic study one method after another is about 10 x 225 s (the 16-seed protocol measured cold on an H200):
+# it fits only fused (10 x 16 x 1.96M = 314M steps at the 730,000 env steps/s of 4,096 envs: about 7 minutes), so
+# study_fused waits for STUDY_SCHEDULE; run today it keeps every method it finished and resumes in the next call.
 #
 # Stages, in the order they run; each is time-boxed (`timeout`) by min(its estimate, the budget left), and saves what
 # it measured as it goes (a stage cut off by its box keeps its rows; run_all saves an unfinished row after each phase):
