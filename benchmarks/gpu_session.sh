@@ -151,7 +151,7 @@ if [ "$TINY" = 1 ]; then
   PIXEL_SEEDS=${PIXEL_SEEDS:-2}; PIXEL_STEPS=${PIXEL_STEPS:-64}
   PIXEL_ARGS=(ppo.num_envs=2 ppo.num_steps=16 ppo.update_epochs=1 ppo.num_minibatches=2 "network.conv.channels=[4,8]"
               network.conv.width=16 network.conv.head_width=32 schedule.updates_per_chunk=1 eval.num_envs=2 eval.max_steps=20)
-  T_STEP_LOOPS=${T_STEP_LOOPS:-600}; T_STEP_LOOPS_XLA=${T_STEP_LOOPS_XLA:-400}; STEP_LOOPS_ARGS=(--cpu-tiny --time 2)
+  T_STEP_LOOPS=${T_STEP_LOOPS:-900}; T_STEP_LOOPS_XLA=${T_STEP_LOOPS_XLA:-400}; STEP_LOOPS_ARGS=(--cpu-tiny --time 2)
   T_WIDE_SPEED=${T_WIDE_SPEED:-600}; WIDE_SEEDS=${WIDE_SEEDS:-1,2}; WIDE_VARIANTS=${WIDE_VARIANTS:-dense:bfloat16}
   T_WIDE_LEARN=${T_WIDE_LEARN:-400}; WIDE_LEARN_SEEDS=${WIDE_LEARN_SEEDS:-2}; WIDE_LEARN_STEPS=${WIDE_LEARN_STEPS:-64}
   WIDE_LEARN_ARGS=("${PIXEL_ARGS[@]}")
