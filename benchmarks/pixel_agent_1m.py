@@ -28,7 +28,7 @@ REFERENCE = {"source": "Dedieu et al. 2025, Table 1: their rerun of Moon et al.'
                        "Craftax-Classic pixels at 1M steps", "crafter_score": 10.7, "mean_success": 47.4}
 
 
-def summarize(run: Path) -> dict:
+def summarize(run: Path, config: str = "configs/crafter_ppo_paper_agent.yaml") -> dict:
     from envgen_jax.run.loop import latest_checkpoint, load_loop_state
     from envgen_jax.report import scored_summary
     from envgen_jax.run_config import load_run_config
@@ -37,7 +37,7 @@ def summarize(run: Path) -> dict:
     cfg = load_run_config(run / "config.yaml")
     chunks = _chunks(run / "metrics.jsonl")
     steady = [c["steps_per_second"] for c in chunks[1:]]
-    out = {"benchmark": "pixel_agent_1m", "run_dir": str(run), "config": "configs/crafter_ppo_paper_agent.yaml",
+    out = {"benchmark": "pixel_agent_1m", "run_dir": str(run), "config": config,
            "seeds": cfg.seeds, "target_steps_per_seed": cfg.schedule.final_steps, "num_envs_per_seed": cfg.ppo.num_envs,
            "env_steps_per_seed": chunks[-1]["env_steps"] if chunks else 0,
            "steady_steps_per_s_all_seeds": statistics.median(steady) if steady else None,
@@ -96,8 +96,10 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--out", type=Path, required=True, help="the JSON to write (replaced atomically)")
+    ap.add_argument("--config", default="configs/crafter_ppo_paper_agent.yaml",
+                    help="the configuration the run was started from, for the record (the run keeps its settings)")
     args = ap.parse_args(argv)
-    result = {"environment": environment(), **summarize(args.run_dir),
+    result = {"environment": environment(), **summarize(args.run_dir, args.config),
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write_text_atomic(args.out, json.dumps(result, indent=2, default=str))
     score, success = result.get("crafter_score"), result.get("mean_success")

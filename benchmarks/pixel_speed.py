@@ -2,10 +2,13 @@
 
     python benchmarks/pixel_speed.py --out pixel_speed.json                                   # a GPU: the preset
     python benchmarks/pixel_speed.py --cpu-tiny --seeds 1,2 --out /tmp/pixel_speed.json      # a dry run on a CPU
+    python benchmarks/pixel_speed.py --config configs/crafter_ppo_paper_agent_wide.yaml --seeds 1,4,8,16 \
+        --variants dense:bfloat16 --parts chunk --out ...      # the wide rollout's whole updates (issue 64 item 2)
+    ... --set game_options.step_loops=unrolled                 # any run-configuration override
     XLA_FLAGS=... python benchmarks/pixel_speed.py --label cmdbuf --out ...   # a variant of XLA's options: a process
 
-Parts, each its own compiled program over S seeds (configs/crafter_ppo_paper_agent.yaml's sizes: 8 envs x 512 steps,
-3 epochs x 8 minibatches), timed after two warm-up calls:
+Parts, each its own compiled program over S seeds (--config's sizes; by default configs/crafter_ppo_paper_agent.yaml's:
+8 envs x 512 steps, 3 epochs x 8 minibatches), timed after two warm-up calls:
     env      the rollout's env steps alone (random actions; Craftax's step and pixel renderer)     per variant: once
     rollout  the rollout as PPO runs it: env steps + the policy's forward pass each step
     learn    the update's epochs: forward and backward passes and Adam over the rollout's minibatches
@@ -16,8 +19,9 @@ so `rollout - env` is the forward passes and `chunk - rollout - learn` the rest.
 execution.compute_dtype float32 | bfloat16).
 
 Every row is saved as it is measured (a run cut off by a time limit keeps its rows) and rows from earlier
-invocations are kept (a row measured again replaces its older self), so parts, seed counts and variants of XLA's flags
-(`--label`) measured in separate processes end up side by side in one file.
+invocations are kept (a row measured again replaces its older self), so parts, seed counts, configurations and
+variants of XLA's flags (`--label`) measured in separate processes end up side by side in one file; a row names its
+configuration (`config`) and overrides (`set`).
 A part that fails (out of memory, say) is saved as a row with its error, and the next part goes on.
 """
 
@@ -99,6 +103,12 @@ class Parts:
         return jax.jit(self.over(one, (0,) * 5))(ts.params, ts.obs, ts.env_state, ts.memory, ts.key)
 
 
+def _key(row: dict) -> tuple:
+    """What makes a row: a row measured again replaces its older self (rows of older files had no config)."""
+    return (row["label"], row.get("config", CONFIG.name), tuple(row.get("set", ())), row["variant"], row["seeds"],
+            row["part"])
+
+
 def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
     from envgen_jax.trainer.evaluate import make_evaluator
     from envgen_jax.trainer import TrainerConfig, make_trainer
@@ -112,10 +122,10 @@ def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
     steps = seeds * ppo.steps_per_update  # env steps of one update, all seeds
     for part in args.parts:
         name = "env" if part == "env" else f"{axis}:{dtype}"
-        if part == "env" and any(r["part"] == "env" and r["seeds"] == seeds and r["label"] == args.label
-                                 for r in result["rows"]):
+        row = {"label": args.label, "config": args.config_name, "set": args.set, "variant": name, "seeds": seeds,
+               "part": part}
+        if part == "env" and any(_key(r) == _key(row) for r in result["rows"]):
             continue  # the env alone does not depend on the network variant
-        row = {"label": args.label, "variant": name, "seeds": seeds, "part": part}
         try:
             if part == "chunk":
                 t0 = time.perf_counter()
@@ -149,8 +159,7 @@ def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
         except Exception as e:  # an out-of-memory variant is a result too; the next part goes on
             row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
             print(f"pixel_speed [{args.label}] {name} x{seeds} {part}: failed: {row['error']}", flush=True)
-        result["rows"] = [r for r in result["rows"] if (r["label"], r["variant"], r["seeds"], r["part"]) !=
-                          (row["label"], row["variant"], row["seeds"], row["part"])] + [row]
+        result["rows"] = [r for r in result["rows"] if _key(r) != _key(row)] + [row]
         save()
     del trainer, ts, parts
 
@@ -165,6 +174,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--eval-steps", type=int, default=256, help="steps of the evaluation loop (default 256)")
     ap.add_argument("--label", default="default", help="a name for this process's XLA options (default 'default')")
     ap.add_argument("--cpu-tiny", action="store_true", help="tiny widths and rollouts: a dry run on a CPU")
+    ap.add_argument("--config", type=Path, default=CONFIG, help=f"the run configuration (default {CONFIG.name})")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="overrides of the run configuration, as `envgen-jax train --set`")
     ap.add_argument("--out", type=Path, required=True, help="the JSON (its earlier rows are kept)")
     args = ap.parse_args(argv)
     try:
@@ -180,12 +192,13 @@ def main(argv=None) -> dict:
     from envgen_jax.envs.crafter import CrafterConfig, make_params
     from envgen_jax.run_config import load_run_config
 
-    cfg = load_run_config(CONFIG, TINY if args.cpu_tiny else [])
+    args.config_name = args.config.name
+    cfg = load_run_config(args.config, [*(TINY if args.cpu_tiny else []), *args.set])
     env = games.get(cfg.env).make_env(cfg.observation, cfg.game_options)
     bank = make_params([CrafterConfig.original()])
     rows = jax.device_put(np.zeros(cfg.ppo.num_envs, np.int32))
     old = json.loads(args.out.read_text()) if args.out.exists() else {}
-    result = {"benchmark": "pixel_speed", "config": str(CONFIG.relative_to(ROOT)),
+    result = {"benchmark": "pixel_speed", "config": str(CONFIG.relative_to(ROOT)) + " unless a row names another",
               "definition": "env_steps_per_s = env steps of one call (all seeds) / the median timed call after two "
                             "warm-ups; compile_s: ahead-of-time lower + compile; eval counts its loop's steps",
               "settings": {"num_envs": cfg.ppo.num_envs, "num_steps": cfg.ppo.num_steps, "cpu_tiny": args.cpu_tiny,

@@ -300,13 +300,14 @@ def test_a_registry_entry_must_name_its_game(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------------------ game options
 def test_game_options_are_the_games_own_and_checked_by_path():
     assert RunConfig(env="heist").game_options == games.get("heist").options_cls(mode="hard")
-    assert RunConfig().game_options == games.GameOptions()  # Crafter has none
+    crafter_options = games.get("crafter").options_cls
+    assert RunConfig().game_options == crafter_options(step_loops="scan")  # Crafter's one option, at its default
     easy = load_run_config(ROOT / "configs" / "heist_envgen.yaml", ["game_options.mode=easy"])
     assert easy.game_options.mode == "easy" and easy.to_dict()["game_options"] == {"mode": "easy"}
     assert games.get("heist").make_env("symbolic", easy.game_options).world_dim == 9
     assert load_run_config(ROOT / "configs" / "heist_envgen.yaml").game_options.mode == "hard"
     cases = {("env=heist", "game_options.mode=medium"): "game_options.mode: 'medium' is not one of 'easy', 'hard'",
-             ("game_options.mode=easy",): "game_options.mode: unknown setting; crafter has no game options",
+             ("game_options.mode=easy",): "game_options.mode: unknown setting; allowed: step_loops",
              ("env=heist", "game_options=3"): "game_options: expected a mapping of settings, got 3",
              ("env=heist", "game_options.size=9"): "game_options.size: unknown setting; allowed: mode"}
     for overrides, problem in cases.items():
@@ -319,7 +320,8 @@ def test_old_run_directories_with_heist_mode_still_load(tmp_path):
     # Written before the games had options: every run's config.yaml held `heist_mode` (tests/data/golden/old_run,
     # benchmarks/results/study_cpu/*/config.yaml).
     old = load_run_config(ROOT / "tests" / "data" / "golden" / "old_run" / "config.yaml")
-    assert old.env == "crafter" and old.game_options == games.GameOptions() and "heist_mode" not in old.to_dict()
+    assert old.env == "crafter" and old.game_options == games.get("crafter").options_cls()
+    assert "heist_mode" not in old.to_dict()
     path = tmp_path / "config.yaml"
     path.write_text("env: heist\nheist_mode: easy\n")
     assert load_run_config(path) == load_run_config(None, ["env=heist", "game_options.mode=easy"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -148,6 +149,11 @@ def add_study_command(commands) -> None:
     p.add_argument("--seeds", type=int, metavar="N", help="seeds per method (default: the config's `seeds`)")
     p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                    help="override settings of the shared configuration, as for `train`")
+    p.add_argument("--replay", action="extend", nargs="+", default=[], metavar="METHOD=TRANSCRIPT",
+                   help="an LLM method replays the designs of a recorded run (its llm_transcript.jsonl) instead of "
+                        "asking an LLM, e.g. envgen=benchmarks/results/study_cpu_v2/envgen/llm_transcript.jsonl: "
+                        "request r gets the recorded run's accepted reply r, whatever the feedback says "
+                        "(docs/studies.md, Replayed designers)")
     p.add_argument("--out", metavar="DIR", help="study directory (default runs/<config name>)")
     p.add_argument("--schedule", choices=("auto", "fused", "sequential"), default="auto",
                    help="fused: the methods of one program (the paper's loop) train as one run, methods x seeds on "
@@ -165,6 +171,7 @@ def cmd_study(args) -> int:
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     settings = resolve(args.config, methods, args.seeds, args.overrides)
+    settings = dataclasses.replace(settings, replay=replay_settings(args.replay, settings.methods))
     out = Path(args.out or Path("runs") / Path(args.config).stem)
     if args.dry_run:
         from envgen_jax.study.groups import describe_groups
@@ -173,3 +180,34 @@ def cmd_study(args) -> int:
         return 0
     configure_compile_cache(settings.run_config(settings.methods[0]).output.compile_cache)
     return run_study(settings, out, schedule=args.schedule)
+
+
+def replay_settings(items: list[str], methods) -> dict[str, str]:
+    """--replay METHOD=TRANSCRIPT items as {method: path}, each checked: a method of this study that asks an LLM, a
+    transcript that holds accepted designs; every problem named at once."""
+    from envgen_jax import methods as registry
+    from envgen_jax.llm.errors import ReplayError
+    from envgen_jax.llm.replay import recorded_designs
+
+    replay, problems = {}, []
+    for item in items:
+        method, sep, path = item.partition("=")
+        method = method.strip()
+        if not sep or not method or not path:
+            problems.append(f"--replay {item!r}: expected METHOD=TRANSCRIPT")
+        elif method not in methods:
+            problems.append(f"--replay {method}: not a method of this study ({', '.join(methods)})")
+        elif not registry.get(method).USES_LLM:
+            problems.append(f"--replay {method}: {method} asks no LLM; methods that do: "
+                            f"{', '.join(m for m in methods if registry.get(m).USES_LLM) or 'none in this study'}")
+        elif method in replay:
+            problems.append(f"--replay {method}: given twice")
+        else:
+            try:
+                recorded_designs(path)
+            except ReplayError as e:
+                problems.append(f"--replay {method}: {e}")
+            replay[method] = path
+    if problems:
+        raise ConfigError(problems, what="study")
+    return replay

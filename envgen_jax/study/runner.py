@@ -10,6 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from envgen_jax.llm.replay import replay_client
 from envgen_jax.run.log import Prefixed
 from envgen_jax.run.loop import EnvGenRun, latest_checkpoint
 from envgen_jax.run.provenance import environment
@@ -114,6 +115,9 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
     if not _check_or_reuse(settings, method, out, log):
         return False
     prefix = Prefixed(f"[{method}] ")
+    if llm_client is None and method in settings.replay:  # designs recorded elsewhere, no LLM (llm/replay.py)
+        llm_client = replay_client(settings.replay[method], cfg.llm)
+        log(f"{method}: designs replayed from {settings.replay[method]}, whatever this run's feedback says")
     resumed = latest_checkpoint(run_dir) is not None
     if resumed:
         run = EnvGenRun.resume(run_dir, log=prefix, llm_client=llm_client)

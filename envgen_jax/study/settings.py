@@ -21,13 +21,16 @@ class StudySettings:
     run: dict
     config: str = ""                   # where `run` came from (for the reader; `run` is what counts)
     overrides: tuple[str, ...] = ()
+    # method -> llm_transcript.jsonl whose designs that LLM method replays instead of asking an LLM (--replay;
+    # envgen_jax/llm/replay.py says what a replayed designer does with feedback it was not recorded with)
+    replay: dict = dataclasses.field(default_factory=dict)
 
     def run_config(self, method: str) -> RunConfig:
         return from_mapping(RunConfig, {**self.run, "method": method})
 
     def to_dict(self) -> dict:
         return {"config": self.config, "overrides": list(self.overrides), "methods": list(self.methods),
-                "run": self.run}
+                **({"replay": dict(self.replay)} if self.replay else {}), "run": self.run}
 
 
 def _shared(cfg: RunConfig) -> dict:
@@ -65,7 +68,7 @@ def load_settings(path: Path) -> StudySettings:
         raise ConfigError(renamed(problems, moved), what=f"study settings in {path}")
     cfg = from_mapping(RunConfig, {**run, "method": data["methods"][0]})
     return StudySettings(tuple(data["methods"]), _shared(cfg), data.get("config", ""),
-                         tuple(data.get("overrides", ())))
+                         tuple(data.get("overrides", ())), dict(data.get("replay") or {}))
 
 
 def save_settings(settings: StudySettings, path: Path) -> None:
@@ -90,6 +93,9 @@ def reconcile(settings: StudySettings, out: Path) -> StudySettings:
     saved = load_settings(path)
     problems = [f"{key}: the study in {out} has {old!r}, this command gives {new!r}"
                 for key, old, new in _differences(saved.run, settings.run)]
+    problems += [f"--replay {method}: the study in {out} has {saved.replay.get(method)!r}, this command gives "
+                 f"{settings.replay.get(method)!r}" for method in sorted({*saved.replay, *settings.replay})
+                 if saved.replay.get(method) != settings.replay.get(method) and method in saved.methods]
     dropped = [m for m in saved.methods if m not in settings.methods]
     if dropped:
         problems.append(f"--methods: the study in {out} also runs {', '.join(dropped)}; a rerun may only add methods "
@@ -98,4 +104,6 @@ def reconcile(settings: StudySettings, out: Path) -> StudySettings:
         raise ConfigError(problems + [f"to study other settings, give another --out than {out}"],
                           what="rerun of an existing study")
     return dataclasses.replace(saved, methods=saved.methods + tuple(m for m in settings.methods
-                                                                    if m not in saved.methods))
+                                                                    if m not in saved.methods),
+                               replay={**saved.replay, **{m: path for m, path in settings.replay.items()
+                                                          if m not in saved.methods}})

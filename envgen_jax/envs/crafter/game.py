@@ -1,13 +1,16 @@
 """Crafter (Craftax-Classic) as a game of the registry (`envgen_jax.games`): everything the run, the designer, the
-report and the command line know about it. Crafter has no game options."""
+report and the command line know about it, and its one option, how the step's short loops are traced
+(`game_options: {step_loops: unrolled}`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Literal
 
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.envs.crafter.targeting import TARGETING
-from envgen_jax.envs.game import Game
+from envgen_jax.envs.game import Game, GameOptions
 from envgen_jax.envs.scores import crafter_score
 
 # The 22 Crafter achievements, alphabetical as EnvGen's prompt lists them.
@@ -19,6 +22,17 @@ CRAFTER_ACHIEVEMENTS = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class CrafterOptions(GameOptions):
+    step_loops: Literal["scan", "unrolled"] = "scan"
+    """how Craftax's short per-step loops (mobs, plants, block types: 2-17 iterations each) are traced: scan (XLA
+    while loops, as craftax writes them) or unrolled (straight-line code: identical outputs, fewer loops for a GPU
+    to launch one by one; see envs/crafter/loops.py). The default stays scan until a GPU measures unrolled faster
+    (docs/devices.md)"""
+
+    WHAT = "crafter options"
+
+
 class Crafter(Game):
     name = "crafter"
     title = "Crafter"
@@ -26,6 +40,7 @@ class Crafter(Game):
     achievements = CRAFTER_ACHIEVEMENTS
     prompts_dir = Path(__file__).parent / "prompts"
     targeting = TARGETING
+    options_cls = CrafterOptions
     score_name = "Crafter score"
     score_is_crafter = True
     score_definition = ("Crafter score: per seed, success rates pooled over every episode that finished in the "
@@ -34,7 +49,7 @@ class Crafter(Game):
 
     def make_env(self, observation="symbolic", options=None):
         from envgen_jax.envs.crafter import CrafterEnv
-        return CrafterEnv(observation=observation)
+        return CrafterEnv(observation=observation, step_loops=self.read_options(options).step_loops)
 
     def score(self, rates):
         return crafter_score(rates)
