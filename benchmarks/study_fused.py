@@ -4,11 +4,13 @@
     python benchmarks/study_fused.py --memory        # the compiled chunk's memory at several agent counts
 
 Speed: each schedule runs the whole `envgen-jax study` command in a subprocess (the LLM a local stand-in whose
-designs depend only on the conversation), twice: cold (no persistent compilation cache: what a first study costs,
-compiles included) and warm (the cache the cold run filled: the programs load instead of compiling). Wall time is
-the command's; programs compiled come from the runs' compile.json (a fused study's members share one session, so
-its programs are counted once). `identical`: every method's metrics, report and designs equal between the two
-schedules (times left out). The machine's load is recorded before and after: the CPU is shared.
+designs depend only on the conversation), `--rounds` times, alternating fused and one after another. With
+`--cache DIR` (default: the test suite's persistent cache, with its XLA flags; the small study has the golden runs'
+shapes, so tests/test_fused.py fills it) the programs load from it and the walls compare the work itself; with
+`--cache none` every program compiles (what a first study costs). Wall time is the command's; the programs are
+those its session compiled or loaded (compile.json; a fused study's members share one session, so its programs are
+counted once). `identical`: every method's metrics (losses included), report and designs equal between the two
+schedules. The machine's load is recorded before and after: the CPU is shared.
 
 Memory: the training chunk of `--config` (default configs/study_cpu.yaml: the symbolic study's agent) is lowered and
 compiled for several agent counts, and its `memory_analysis()` recorded (arguments, outputs, temporaries), with a
