@@ -153,7 +153,7 @@ if [ "$TINY" = 1 ]; then
               network.conv.width=16 network.conv.head_width=32 schedule.updates_per_chunk=1 eval.num_envs=2 eval.max_steps=20)
   T_STEP_LOOPS=${T_STEP_LOOPS:-900}; T_STEP_LOOPS_XLA=${T_STEP_LOOPS_XLA:-400}; STEP_LOOPS_ARGS=(--cpu-tiny --time 2)
   T_WIDE_SPEED=${T_WIDE_SPEED:-600}; WIDE_SEEDS=${WIDE_SEEDS:-1,2}; WIDE_VARIANTS=${WIDE_VARIANTS:-dense:bfloat16}
-  T_WIDE_LEARN=${T_WIDE_LEARN:-400}; WIDE_LEARN_SEEDS=${WIDE_LEARN_SEEDS:-2}; WIDE_LEARN_STEPS=${WIDE_LEARN_STEPS:-64}
+  T_WIDE_LEARN=${T_WIDE_LEARN:-900}; WIDE_LEARN_SEEDS=${WIDE_LEARN_SEEDS:-2}; WIDE_LEARN_STEPS=${WIDE_LEARN_STEPS:-64}
   WIDE_LEARN_ARGS=("${PIXEL_ARGS[@]}")
   T_PIXEL_STUDY=${T_PIXEL_STUDY:-900}; PIXEL_STUDY_SEEDS=${PIXEL_STUDY_SEEDS:-1}
   STUDY_TINY=(schedule.cycles=1 schedule.llm_env_steps=64 schedule.original_env_steps=64 schedule.final_steps=64
