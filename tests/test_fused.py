@@ -13,7 +13,6 @@ import pytest
 from envgen_jax.envs.crafter import CrafterConfig
 from envgen_jax.llm.testing import ScriptedClient, auto_reply
 from envgen_jax.run.loop import EnvGenRun
-from envgen_jax.run.member import common_checkpoints
 from envgen_jax.study import resolve
 from envgen_jax.study.groups import PAPER_LOOP, groups, program_of
 from envgen_jax.trainer.checkpoint import newest_checkpoint

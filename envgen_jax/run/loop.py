@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 from envgen_jax.run.member import Member, concatenated, fused_members, sections, side_by_side
 from envgen_jax.run.parts import RunParts

@@ -31,7 +31,6 @@ from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, train_updates
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata
 from envgen_jax.trainer.evaluate import report_from_stats
-from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.train import select_seeds
 
 
