@@ -356,10 +356,17 @@ stage pixel_xla "$T_PIXEL_XLA" env XLA_FLAGS="$PIXEL_XLA_FLAGS ${XLA_FLAGS:-}" "
 # the fused schedule's flag once issue 61's lands (empty: methods one after another, as `envgen-jax study` is today)
 read -r -a SCHEDULE_ARGS <<< "${STUDY_SCHEDULE:-}"
 RECORDED=benchmarks/results/study_cpu_v2
+# A replayed reply must parse under this run's llm.strategy: the strategy the CPU study recorded them with
+# (configs/study_cpu.yaml pins it; the wide preset has base/crafter.yaml's, whose replies hold no `targets`)
+RECORDED_STRATEGY=(llm.strategy.repair_temperature=0.7 llm.strategy.envs_per_reply=1 llm.strategy.conversation=continued
+                   llm.strategy.targets=true llm.strategy.needs=true llm.strategy.history=summary
+                   llm.strategy.only_changes=true llm.strategy.advice=all llm.strategy.analysis=each_reply
+                   llm.strategy.distinct=false llm.strategy.weak_needs=false llm.strategy.focus=none
+                   llm.strategy.weak_levers=false)
 stage pixel_study "$T_PIXEL_STUDY" "${XENV[@]}" "$PY" -m envgen_jax.cli study --config "$WIDE" \
   --methods ppo,scripted,envgen --seeds "$PIXEL_STUDY_SEEDS" --out "$RESULTS/pixel_study" \
   --replay "envgen=$RECORDED/envgen/llm_transcript.jsonl" "${SCHEDULE_ARGS[@]}" \
-  --set "${QUIET[@]}" game_options.step_loops="$STEP_LOOPS" "${PIXEL_STUDY_ARGS[@]}"
+  --set "${QUIET[@]}" game_options.step_loops="$STEP_LOOPS" "${RECORDED_STRATEGY[@]}" "${PIXEL_STUDY_ARGS[@]}"
 stage study_fused "$T_STUDY_FUSED" "$PY" -m envgen_jax.cli study --config configs/study_cpu.yaml \
   --methods ppo,random,envgen,fixed,easy_to_hard,adversarial,plr,sfl,envgen_sfl,scripted \
   --seeds "$STUDY_FUSED_SEEDS" --out "$RESULTS/study_fused" "${SCHEDULE_ARGS[@]}" \
