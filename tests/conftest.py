@@ -109,6 +109,8 @@ FILE_SECONDS = {
     "test_crafter_pixels": 141, "test_ppo": 114, "test_sharding": 84, "test_trainer_crafter": 83, "test_agent": 57,
     "test_study": 38, "test_ladder": 30, "test_cli": 26, "test_crafter_env": 24, "test_trainer_checkpoint": 23,
     "test_vector": 20, "test_games": 16, "test_golden": 14, "test_fuzz_inputs": 13,
+    # new files of 2026-11-27 (evening), estimated from their runs on the loaded machine, until a whole run measures
+    "test_fused": 400, "test_crafter_loops": 100, "test_gpu_session": 100, "test_multiprocess": 100,
 }
 
 
