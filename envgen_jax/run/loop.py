@@ -31,6 +31,7 @@ import yaml
 
 from envgen_jax.run.compile_record import RunTiming
 from envgen_jax.run.design_step import DesignStep
+from envgen_jax.run.distributed import SharedDesignStep, files_dir
 from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, phase_label, train_updates
@@ -65,7 +66,9 @@ class EnvGenRun:
     def __init__(self, cfg: RunConfig, out_dir: str | Path, state: LoopState | None = None,
                  log: logging.Logger | logging.LoggerAdapter | None = None, llm_client: Any = None,
                  callbacks: Callbacks | None = None, parts: RunParts | None = None):
-        self.cfg, self.out = cfg, Path(out_dir)
+        # Several processes: only process 0 writes to the run directory; checkpoints are everyone's (run.distributed)
+        self.cfg, self.out = cfg, files_dir(out_dir)
+        self.checkpoint_dir = Path(out_dir).absolute() / "checkpoints"
         self.log = log or logger
         # hook (issue 44): the sections are timed into phases.json and compile.json, then run the given callbacks
         self.callbacks = RunTiming(self.out, callbacks or Callbacks())
@@ -80,6 +83,8 @@ class EnvGenRun:
         self.method = parts.method(self.view, self.trainer)
         self.method.load_state(self.state.method)
         self.design = DesignStep(self.view, self.method, self.log, llm_client)
+        if jax.process_count() > 1:  # process 0 designs, the others take what it leaves
+            self.design = SharedDesignStep(self.design, self.state, self.method)
         self.records = RunLog(self.out, cfg.output.tensorboard)
         self._resume_from: Path | None = None
         self._checkpoints: Checkpoints | None = None  # open while run() runs
@@ -117,7 +122,7 @@ class EnvGenRun:
             ts = jax.block_until_ready(self._initial_train_state())
         bar = progress_bar(total_steps, self.state.env_steps, self.cfg.output.progress)
         self.view.status = bar.set_postfix_str
-        self._checkpoints = Checkpoints(self.out / "checkpoints", keep=self.cfg.output.keep_checkpoints)
+        self._checkpoints = Checkpoints(self.checkpoint_dir, keep=self.cfg.output.keep_checkpoints)
         try:
             while self.state.phase < len(self.plan):
                 phase = self.plan[self.state.phase]
@@ -161,11 +166,11 @@ class EnvGenRun:
         seeds, hparams = self.cfg.agent_seeds, self.cfg.agent_hparams  # init: blank env slots, the first chunk resets
         ts = (self.trainer.restore(self._resume_from, bank, rows, seeds=seeds) if self._resume_from is not None
               else self.trainer.init(bank, rows, seeds=seeds, hparams=hparams, episodes=False))
-        if jax.device_count() > 1:  # every local device (or every host's, after jax.distributed.initialize())
-            from envgen_jax.trainer.sharding import layout, shard_train_state
-            ts = shard_train_state(ts, self.cfg.ppo.num_envs)
-            self.log.info(f"spread over {jax.device_count()} devices by "
-                          f"{layout(self.cfg.num_agents, self.cfg.ppo.num_envs, jax.device_count())}")
+        if jax.device_count() > 1:  # every local device, or every process's (run.distributed)
+            from envgen_jax.trainer.sharding import describe, shard_train_state
+            shard = self.cfg.execution.shard
+            ts = shard_train_state(ts, self.cfg.ppo.num_envs, shard=shard)
+            self.log.info(describe(self.cfg.num_agents, self.cfg.ppo.num_envs, jax.device_count(), shard))
         else:
             self._compile_ahead(ts, bank, rows)
         return ts

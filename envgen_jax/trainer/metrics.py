@@ -140,7 +140,12 @@ class ChunkMetrics:
 
 
 def to_host(tree):
-    """Blocks and copies a pytree of device arrays to numpy."""
+    """numpy copies of a pytree of device arrays. Arrays spread over several processes (`trainer.sharding`) are
+    gathered from all of them first: a collective, so every process calls it at the same point."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+        tree = jax.tree.map(lambda x: multihost_utils.process_allgather(x, tiled=True)
+                            if isinstance(x, jax.Array) and not x.is_fully_addressable else x, tree)
     return jax.tree.map(np.asarray, jax.device_get(tree))
 
 
