@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         status, message = explain(e)
         _report(message, e)
-        if "jax" in sys.modules and sys.modules["jax"].process_count() > 1:
+        from envgen_jax.run.distributed import joined
+        if joined():
             _leave_now(status)
         return status
 
@@ -92,10 +93,10 @@ def _leave_now(status: int) -> None:
 
 def explain(error: Exception) -> tuple[int, str]:
     """The exit status for `error`, and its one-line (or one-list) message."""
-    if "envgen_jax.run.distributed" in sys.modules:  # a multi-process run (the module is loaded to join one)
-        lost = sys.modules["envgen_jax.run.distributed"].explain_failure(error)
-        if lost is not None:
-            return FAILED, lost
+    from envgen_jax.run.distributed import explain_failure
+    lost = explain_failure(error)  # several processes: one of them stopped, or cannot join
+    if lost is not None:
+        return FAILED, lost
     if isinstance(error, (LLMError, DesignError)):  # before ConfigError: DesignError is one, but the LLM failed
         return FAILED, f"error: the LLM step failed: {error}"
     if isinstance(error, ConfigError):

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from envgen_jax.methods import METHODS
+from envgen_jax.run.distributed import JOIN_TIMEOUT_S
 from envgen_jax.schema import ConfigError
 
 TRAIN_HELP = """\
@@ -68,12 +69,14 @@ def add_process_flags(p) -> None:
     group.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0, reachable from every host")
     group.add_argument("--num-processes", type=int, metavar="N", help="processes in the run")
     group.add_argument("--process-id", type=int, metavar="I", help="this process, 0..N-1 (0 writes the files)")
+    group.add_argument("--join-timeout", type=int, default=JOIN_TIMEOUT_S, metavar="SECONDS",
+                       help=f"how long to wait for every process to join (default {JOIN_TIMEOUT_S})")
 
 
 def join_processes(args) -> bool:
     """Join a multi-process run when the flags or the launcher say so (before anything touches a device)."""
     from envgen_jax.run.distributed import initialize
-    return initialize(args.coordinator, args.num_processes, args.process_id)
+    return initialize(args.coordinator, args.num_processes, args.process_id, args.join_timeout)
 
 
 def devices_line(cfg) -> str:
@@ -185,10 +188,12 @@ def add_study_command(commands) -> None:
     p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY.PATH=VALUE",
                    help="override settings of the shared configuration, as for `train`")
     p.add_argument("--out", metavar="DIR", help="study directory (default runs/<config name>)")
+    add_process_flags(p)
     p.set_defaults(handler=cmd_study)
 
 
 def cmd_study(args) -> int:
+    join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
     from envgen_jax.study import resolve, run_study
 

@@ -24,8 +24,10 @@ import atexit
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import jax
@@ -36,6 +38,7 @@ from envgen_jax.schema import ConfigError
 # Seconds: how long a process waits for the others to join (launchers start hosts a little apart), and after how
 # long without a heartbeat a process counts as dead (JAX's defaults: 300 and 100).
 JOIN_TIMEOUT_S, HEARTBEAT_TIMEOUT_S = 120, 30
+_joined = False  # this process has joined a multi-process run (`initialize`)
 
 
 def launched_by_cluster() -> bool:
@@ -64,6 +67,8 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
             raise ConfigError([f"--process-id: {process_id} is not in 0..{num_processes - 1}"], what="arguments")
     elif not launched_by_cluster():
         return False
+    if coordinator is not None and process_id != 0:
+        _wait_for_coordinator(coordinator, timeout_s, f"process {process_id} of {num_processes}")
     try:
         jax.distributed.initialize(coordinator, num_processes, process_id, initialization_timeout=timeout_s,
                                    heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S,
@@ -73,14 +78,37 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         where = coordinator or "the coordinator the launcher named"
         raise ProcessLost(f"{who}could not join the run at {where} within {timeout_s}s "
                           f"({_first_line(e)})") from None
+    global _joined
+    _joined = True
     if jax.process_index() > 0:  # process 0 alone logs: the others keep stderr, for errors and warnings
         sys.stdout = open(os.devnull, "w")
         os.environ["TQDM_DISABLE"] = "1"
     return True
 
 
+def _wait_for_coordinator(address: str, timeout_s: float, who: str) -> None:
+    """Wait until process 0's coordinator accepts connections. JAX's own wait ends a process that cannot connect
+    with a fatal error (a page of C++ stack, no exception); this ends it with one line."""
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+                return
+        except (OSError, ValueError) as e:
+            if time.monotonic() > deadline:
+                raise ProcessLost(f"{who}: could not join the run at {address} within {timeout_s:g}s "
+                                  f"(nothing accepts connections there: {e})") from None
+            time.sleep(0.5)
+
+
 class ProcessLost(RuntimeError):
     """The multi-process runtime failed: this process cannot reach the others, or another one stopped."""
+
+
+def joined() -> bool:
+    """Whether this process joined a multi-process run."""
+    return _joined
 
 
 def is_lead() -> bool:
@@ -123,6 +151,19 @@ def lead_decides(fn, *args):
         raise ConfigError([message], what="process 0")
 
 
+def spread(ts, cfg, log):
+    """A run's TrainState over every device of the run, in the layout of `cfg.execution.shard` (logged)."""
+    from envgen_jax.trainer.sharding import describe, shard_train_state
+    shard = cfg.execution.shard
+    log.info(describe(cfg.num_agents, cfg.ppo.num_envs, jax.device_count(), shard))
+    return shard_train_state(ts, cfg.ppo.num_envs, shard=shard)
+
+
+def shared(step, state, method):
+    """A run's design step: `step` itself in a one-process run, else a `SharedDesignStep`."""
+    return SharedDesignStep(step, state, method) if jax.process_count() > 1 else step
+
+
 class SharedDesignStep:
     """A run's design step on several processes: process 0 runs `step` (the LLM calls, environments/), then sends
     the host state it leaves, the loop's and the method's, to the others, which take it as a resume does."""
@@ -160,7 +201,7 @@ def explain_failure(error: BaseException) -> str | None:
     else None (the usual messages apply)."""
     if isinstance(error, ProcessLost):
         return f"error: {error}"
-    if jax.process_count() <= 1 or not any(word in str(error).lower() for word in _LOST_PEER):
+    if not _joined or not any(word in str(error).lower() for word in _LOST_PEER):
         return None
     return (f"error: process {_who()}: another process of the run stopped or cannot be reached "
             f"({type(error).__name__}: {_first_line(error)})")

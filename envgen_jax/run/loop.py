@@ -31,7 +31,7 @@ import yaml
 
 from envgen_jax.run.compile_record import RunTiming
 from envgen_jax.run.design_step import DesignStep
-from envgen_jax.run.distributed import SharedDesignStep, files_dir
+from envgen_jax.run.distributed import files_dir, shared, spread
 from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, phase_label, train_updates
@@ -82,9 +82,7 @@ class EnvGenRun:
                                         cfg.eval.max_steps, game=self.game)
         self.method = parts.method(self.view, self.trainer)
         self.method.load_state(self.state.method)
-        self.design = DesignStep(self.view, self.method, self.log, llm_client)
-        if jax.process_count() > 1:  # process 0 designs, the others take what it leaves
-            self.design = SharedDesignStep(self.design, self.state, self.method)
+        self.design = shared(DesignStep(self.view, self.method, self.log, llm_client), self.state, self.method)
         self.records = RunLog(self.out, cfg.output.tensorboard)
         self._resume_from: Path | None = None
         self._checkpoints: Checkpoints | None = None  # open while run() runs
@@ -167,10 +165,7 @@ class EnvGenRun:
         ts = (self.trainer.restore(self._resume_from, bank, rows, seeds=seeds) if self._resume_from is not None
               else self.trainer.init(bank, rows, seeds=seeds, hparams=hparams, episodes=False))
         if jax.device_count() > 1:  # every local device, or every process's (run.distributed)
-            from envgen_jax.trainer.sharding import describe, shard_train_state
-            shard = self.cfg.execution.shard
-            ts = shard_train_state(ts, self.cfg.ppo.num_envs, shard=shard)
-            self.log.info(describe(self.cfg.num_agents, self.cfg.ppo.num_envs, jax.device_count(), shard))
+            ts = spread(ts, self.cfg, self.log)
         else:
             self._compile_ahead(ts, bank, rows)
         return ts

@@ -10,6 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from envgen_jax.run.distributed import explain_failure, is_lead
 from envgen_jax.run.log import Prefixed
 from envgen_jax.run.loop import EnvGenRun, latest_checkpoint
 from envgen_jax.run.provenance import environment
@@ -27,12 +28,16 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = reconcile(settings, out)
+    if not is_lead():  # several processes: each trains its part of every run; process 0 writes the study's files
+        return run_methods_only(settings, out, llm_client)
     save_settings(settings, out / "study.yaml")
     errors: dict[str, str] = {}
     for method in settings.methods:
         try:
             trained = run_method(settings, method, out, log, llm_client)
         except Exception as e:  # noqa: BLE001 -- one failed method must not lose the others
+            if explain_failure(e):  # a process of a multi-process study is gone: nothing more can run
+                raise
             errors[method] = f"{type(e).__name__}: {e}"
             print(f"error: {method} failed ({errors[method]}); its checkpoints are kept, and rerunning the same "
                   f"command retries it (traceback in {log_traceback(out, f'{method} failed')})", file=sys.stderr)
@@ -46,6 +51,19 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
     write_comparison(out, settings, errors)
     log(f"study: {len(settings.methods) - len(errors)}/{len(settings.methods)} methods finished; {out / 'study.md'}")
     return 2 if errors else 0
+
+
+def run_methods_only(settings: StudySettings, out: Path, llm_client: Any = None) -> int:
+    """A process other than 0 of a multi-process study: the same runs, in step with process 0, and no files."""
+    failed = False
+    for method in settings.methods:
+        try:
+            run_method(settings, method, out, lambda _: None, llm_client)
+        except Exception as e:  # noqa: BLE001 -- process 0 reports it; the next method runs on every process
+            if explain_failure(e):
+                raise
+            failed = True
+    return 2 if failed else 0
 
 
 def log_traceback(out: Path, what: str) -> Path:
@@ -74,6 +92,8 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
     else:
         run = EnvGenRun(cfg, run_dir, log=prefix, llm_client=llm_client)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if not is_lead():
+        return run.run() is not None
     env = environment()  # which machine and code trained (part of) this run
     with open(run_dir / "sessions.jsonl", "a") as f:
         f.write(json.dumps({"action": "resume" if resumed else "start",

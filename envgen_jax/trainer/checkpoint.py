@@ -15,6 +15,10 @@ uninterrupted run would (same keys, same env states, same optimiser moments).
     save_checkpoint(path, ts, metadata)                              # one checkpoint in a directory of its own
 
 Paths are made absolute. Run directories written before the manager still read (see "legacy layout" below).
+
+Several processes (`run.distributed`): every process calls `save` with the same step; each writes the shards of its
+own devices and process 0 the metadata (orbax's multi-process save, into a directory every process sees), and a
+restore reads the whole state on every process, whose `trainer.sharding.shard_train_state` keeps its pieces.
 """
 
 from __future__ import annotations

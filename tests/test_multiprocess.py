@@ -1,0 +1,187 @@
+"""One run over two processes, as over two hosts: JAX's multi-process runtime on this CPU (`jax.distributed` with a
+port from the OS, one CPU device per process, gloo collectives), through `envgen-jax train --coordinator ...`.
+
+The run is the golden runs' tiny shape (tests/golden.py) on the toy game of tests/test_games.py (a corridor of 8
+cells, whose programs compile in seconds) with method=random, whose design step runs on process 0 and reaches the
+other process. Every child process has a time limit, so the tests end by themselves."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests import golden
+from tests.fast_compile import xla_flags
+from tests.test_games import TOY_GAME, TOY_PROMPTS
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = golden.TINY + ["env=toy", "method=random"]  # 2 agents (seeds): one per device
+LIMIT_S = 600  # each child process, at most
+TIMING_REPORT = golden.TIMING_REPORT
+TIMING_METRICS = golden.TIMING_METRICS
+
+# The CLI in a child process, with the toy game registered (its package is written to the folder in argv[1]).
+CHILD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from envgen_jax import games
+games.GAMES["toy"] = "toy_game.game"
+from envgen_jax.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _start(packages: Path, args: list[str], processes: int = 1, devices: int = 1) -> list[subprocess.Popen]:
+    """`envgen-jax train ARGS` in `processes` processes of one run (one device each), or in one with `devices`."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": xla_flags(f"--xla_force_host_platform_device_count={devices}")}
+    several = []
+    if processes > 1:
+        port = _free_port()
+        several = [["--coordinator", f"localhost:{port}", "--num-processes", str(processes), "--process-id", str(i)]
+                   for i in range(processes)]
+    return [subprocess.Popen([sys.executable, "-c", CHILD, str(packages), "train", *args, *flags], cwd=ROOT,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for flags in (several or [[]])]
+
+
+def _finish(procs: list[subprocess.Popen], timeout: float = LIMIT_S) -> list[tuple[int, str, str]]:
+    """Wait for every process (killing any still running at the time limit): (exit status, stdout, stderr) each."""
+    deadline = time.monotonic() + timeout
+    out = []
+    for proc in procs:
+        try:
+            stdout, stderr = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        out.append((proc.returncode, stdout, stderr))
+    return out
+
+
+def _train(packages: Path, out: Path, processes: int = 1, devices: int = 1) -> None:
+    args = ["--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(out)]
+    for status, _, stderr in _finish(_start(packages, args, processes, devices)):
+        assert status == 0, stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def toy_packages(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("packages")
+    package = folder / "toy_game"
+    (package / "prompts").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "game.py").write_text(TOY_GAME)
+    for kind, text in TOY_PROMPTS.items():
+        (package / "prompts" / f"{kind}.txt").write_text(text)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(toy_packages, tmp_path_factory):
+    """The same run three ways: two processes of one device each, one process with two devices, one device."""
+    base = tmp_path_factory.mktemp("runs")
+    ways = {"two_processes": (2, 1), "two_devices": (1, 2), "one_device": (1, 1)}
+    for name, (processes, devices) in ways.items():
+        _train(toy_packages, base / name, processes, devices)
+    return {name: base / name for name in ways}
+
+
+def _metrics(run: Path) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k not in TIMING_METRICS}
+            for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def _report(run: Path) -> dict:
+    return {k: v for k, v in json.loads((run / "report.json").read_text()).items() if k not in TIMING_REPORT}
+
+
+def _final_state(run: Path) -> dict:
+    """The newest checkpoint's TrainState, as numpy arrays by field path (read on this process's one device)."""
+    import jax
+    import orbax.checkpoint as ocp
+
+    from envgen_jax.trainer.checkpoint import newest_checkpoint, saved_tree
+    path = newest_checkpoint(run / "checkpoints")
+    here = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    like = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=here), saved_tree(path))
+    with ocp.StandardCheckpointer() as checkpointer:
+        state = checkpointer.restore(path / "state", like)
+    return {jax.tree_util.keystr(p): np.asarray(x) for p, x in jax.tree_util.tree_leaves_with_path(state)}
+
+
+def test_two_processes_train_exactly_as_one_process_with_two_devices_and_as_one_device(runs):
+    two_processes, two_devices, one_device = (runs[k] for k in ("two_processes", "two_devices", "one_device"))
+    # process 0 wrote the run's files, once; the other process wrote none there
+    assert len((two_processes / "metrics.jsonl").read_text().splitlines()) == 12  # 12 chunks
+    assert json.loads((two_processes / "environments" / "cycle_2.json").read_text())["environments"]
+    # 2 processes x 1 device = 1 process x 2 devices, bit for bit: the same program on the same pieces
+    assert _report(two_processes) == _report(two_devices)
+    assert _metrics(two_processes) == _metrics(two_devices)
+    a, b = _final_state(two_processes), _final_state(two_devices)
+    assert a.keys() == b.keys() and any("params" in k for k in a)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    # = 1 device: the same episodes, evaluations and scores; losses and parameters to float32 rounding (one device
+    # runs both agents' matrix products as one batch of 2, each device above a batch of 1)
+    assert _report(two_processes) == _report(one_device)
+    c = _final_state(one_device)
+    for k in a:
+        np.testing.assert_allclose(a[k], c[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    for x, y in zip(_metrics(two_processes), _metrics(one_device)):
+        assert {k: v for k, v in x.items() if k != "losses"} == {k: v for k, v in y.items() if k != "losses"}
+        np.testing.assert_allclose(list(x["losses"].values()), list(y["losses"].values()), rtol=1e-5, atol=1e-7)
+
+
+def test_a_killed_process_stops_the_run_with_one_line_and_the_resumed_run_finishes_identical(runs, toy_packages,
+                                                                                            tmp_path):
+    out = tmp_path / "killed"
+    args = ["--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(out)]
+    procs = _start(toy_packages, args, processes=2)
+    metrics = out / "metrics.jsonl"
+    deadline = time.monotonic() + LIMIT_S
+    # cycle 2's first chunk is recorded: its design step's checkpoint is written (5 of the 12 chunks done)
+    while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 5):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), _finish(procs, 1)
+        time.sleep(0.1)
+    procs[1].send_signal(signal.SIGKILL)
+    (status, _, stderr), _ = _finish(procs, timeout=120)  # the survivor stops by itself, well within the limit
+    assert status == 2, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "another process of the run stopped or cannot be reached" in errors[0], stderr
+    assert "Traceback" not in stderr and "--resume" in stderr
+
+    for status, _, stderr in _finish(_start(toy_packages, ["--resume", str(out)], processes=2)):
+        assert status == 0, stderr[-3000:]
+    assert _report(out) == _report(runs["two_processes"])
+    assert _metrics(out) == _metrics(runs["two_processes"])
+    a, b = _final_state(out), _final_state(runs["two_processes"])
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_packages, tmp_path):
+    args = ["--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(tmp_path / "alone")]
+    port = _free_port()  # nobody listens there
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(toy_packages), "train", *args, "--coordinator",
+                           f"localhost:{port}", "--num-processes", "2", "--process-id", "1", "--join-timeout", "3"],
+                          cwd=ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert errors[0].startswith(f"error: process 1 of 2: could not join the run at localhost:{port} within 3s (")
+    assert not (tmp_path / "alone").exists()
