@@ -47,7 +47,7 @@ def _free_port() -> int:
 
 def _start(packages: Path, args: list[str], processes: int = 1, devices: int = 1) -> list[subprocess.Popen]:
     """`envgen-jax train ARGS` in `processes` processes of one run (one device each), or in one with `devices`."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "TMPDIR": str(packages),  # a killed process's scratch stays there
            "XLA_FLAGS": xla_flags(f"--xla_force_host_platform_device_count={devices}")}
     several = []
     if processes > 1:

@@ -92,13 +92,12 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
     else:
         run = EnvGenRun(cfg, run_dir, log=prefix, llm_client=llm_client)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if not is_lead():
-        return run.run() is not None
-    env = environment()  # which machine and code trained (part of) this run
-    with open(run_dir / "sessions.jsonl", "a") as f:
-        f.write(json.dumps({"action": "resume" if resumed else "start",
-                            **{k: env[k] for k in ("date", "device", "jax", "jaxlib", "commit", "dirty", "host")}})
-                + "\n")
+    if is_lead():  # several processes: process 0 writes the files
+        env = environment()  # which machine and code trained (part of) this run
+        with open(run_dir / "sessions.jsonl", "a") as f:
+            f.write(json.dumps({"action": "resume" if resumed else "start",
+                                **{k: env[k] for k in ("date", "device", "jax", "jaxlib", "commit", "dirty", "host")}})
+                    + "\n")
     run.run()
     return True
 
