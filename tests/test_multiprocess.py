@@ -1,9 +1,11 @@
 """One run over two processes, as over two hosts: JAX's multi-process runtime on this CPU (`jax.distributed` with a
 port from the OS, one CPU device per process, gloo collectives), through `envgen-jax train --coordinator ...`.
 
-The run is the golden runs' tiny shape (tests/golden.py) on the toy game of tests/test_games.py (a corridor of 8
-cells, whose programs compile in seconds) with method=random, whose design step runs on process 0 and reaches the
-other process. Every child process has a time limit, so the tests end by themselves."""
+The run is the golden runs' tiny shape (tests/golden.py), one cycle, on the toy game of tests/test_games.py (a
+corridor of 8 cells, whose programs compile in seconds) with method=random, whose design step runs on process 0 and
+reaches the other process. The same run in one process with two devices, and on one device, is the reference; a
+study of that method over two processes, a killed process and an unreachable coordinator follow. Every child process
+has a time limit, so the tests end by themselves."""
 
 import json
 import os
@@ -46,7 +48,7 @@ def _free_port() -> int:
 
 
 def _start(packages: Path, args: list[str], processes: int = 1, devices: int = 1) -> list[subprocess.Popen]:
-    """`envgen-jax train ARGS` in `processes` processes of one run (one device each), or in one with `devices`."""
+    """`envgen-jax ARGS` in `processes` processes of one run (one device each), or in one with `devices`."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "TMPDIR": str(packages),  # a killed process's scratch stays there
            "XLA_FLAGS": xla_flags(f"--xla_force_host_platform_device_count={devices}")}
     several = []
@@ -54,7 +56,7 @@ def _start(packages: Path, args: list[str], processes: int = 1, devices: int = 1
         port = _free_port()
         several = [["--coordinator", f"localhost:{port}", "--num-processes", str(processes), "--process-id", str(i)]
                    for i in range(processes)]
-    return [subprocess.Popen([sys.executable, "-c", CHILD, str(packages), "train", *args, *flags], cwd=ROOT,
+    return [subprocess.Popen([sys.executable, "-c", CHILD, str(packages), *args, *flags], cwd=ROOT,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for flags in (several or [[]])]
 
@@ -73,8 +75,8 @@ def _finish(procs: list[subprocess.Popen], timeout: float = LIMIT_S) -> list[tup
     return out
 
 
-def _train(packages: Path, out: Path, processes: int = 1, devices: int = 1) -> None:
-    args = ["--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(out)]
+def _train(packages: Path, out: Path, processes: int = 1, devices: int = 1, command: tuple = ("train",)) -> None:
+    args = [*command, "--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(out)]
     for status, _, stderr in _finish(_start(packages, args, processes, devices)):
         assert status == 0, stderr[-3000:]
 
@@ -151,7 +153,7 @@ def test_two_processes_train_exactly_as_one_process_with_two_devices_and_as_one_
 def test_a_killed_process_stops_the_run_with_one_line_and_the_resumed_run_finishes_identical(runs, toy_packages,
                                                                                             tmp_path):
     out = tmp_path / "killed"
-    args = ["--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(out)]
+    args = ["train", "--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(out)]
     procs = _start(toy_packages, args, processes=2)
     metrics = out / "metrics.jsonl"
     deadline = time.monotonic() + LIMIT_S
@@ -166,13 +168,25 @@ def test_a_killed_process_stops_the_run_with_one_line_and_the_resumed_run_finish
     assert len(errors) == 1 and "another process of the run stopped or cannot be reached" in errors[0], stderr
     assert "Traceback" not in stderr and "--resume" in stderr
 
-    for status, _, stderr in _finish(_start(toy_packages, ["--resume", str(out)], processes=2)):
+    for status, _, stderr in _finish(_start(toy_packages, ["train", "--resume", str(out)], processes=2)):
         assert status == 0, stderr[-3000:]
     assert _report(out) == _report(runs["two_processes"])
     assert _metrics(out) == _metrics(runs["two_processes"])
     a, b = _final_state(out), _final_state(runs["two_processes"])
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_a_study_over_two_processes_trains_its_method_exactly_as_the_run(runs, toy_packages, tmp_path):
+    """The study runner over two processes: process 0 writes the study's files, and its method's run is the plain
+    run's, bit for bit (itself one process's, above)."""
+    _train(toy_packages, tmp_path / "study", processes=2, command=("study", "--methods", "random"))
+    run = tmp_path / "study" / "random"
+    assert _report(run) == _report(runs["two_processes"])
+    assert _metrics(run) == _metrics(runs["two_processes"])
+    study = json.loads((tmp_path / "study" / "study.json").read_text())
+    assert list(study["methods"]) == ["random"] and study["methods"]["random"]["status"] == "finished"
+    assert len((run / "sessions.jsonl").read_text().splitlines()) == 1  # written once, by process 0
 
 
 def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_packages, tmp_path):
