@@ -3,9 +3,9 @@ port from the OS, one CPU device per process, gloo collectives), through `envgen
 
 The run is the golden runs' tiny shape (tests/golden.py), one cycle, on the toy game of tests/test_games.py (a
 corridor of 8 cells, whose programs compile in seconds) with method=random, whose design step runs on process 0 and
-reaches the other process. The same run in one process with two devices, and on one device, is the reference; a
-study of that method over two processes, a killed process and an unreachable coordinator follow. Every child process
-has a time limit, so the tests end by themselves."""
+reaches the other process; over two processes it runs as a study of that one method, so that the study runner is
+covered too. The same run in one process with two devices, and on one device, is the reference; a killed process and
+an unreachable coordinator follow. Every child process has a time limit, so the tests end by themselves."""
 
 import json
 import os
@@ -95,12 +95,14 @@ def toy_packages(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(toy_packages, tmp_path_factory):
-    """The same run three ways: two processes of one device each, one process with two devices, one device."""
+    """The same run three ways: over two processes of one device each (as a study of that one method, so that the
+    study runner is covered too), in one process with two devices, and on one device."""
     base = tmp_path_factory.mktemp("runs")
-    ways = {"two_processes": (2, 1), "two_devices": (1, 2), "one_device": (1, 1)}
-    for name, (processes, devices) in ways.items():
-        _train(toy_packages, base / name, processes, devices)
-    return {name: base / name for name in ways}
+    _train(toy_packages, base / "study", processes=2, command=("study", "--methods", "random"))
+    _train(toy_packages, base / "two_devices", devices=2)
+    _train(toy_packages, base / "one_device")
+    return {"study": base / "study", "two_processes": base / "study" / "random", "two_devices": base / "two_devices",
+            "one_device": base / "one_device"}
 
 
 def _metrics(run: Path) -> list[dict]:
@@ -128,8 +130,13 @@ def _final_state(run: Path) -> dict:
 
 def test_two_processes_train_exactly_as_one_process_with_two_devices_and_as_one_device(runs):
     two_processes, two_devices, one_device = (runs[k] for k in ("two_processes", "two_devices", "one_device"))
-    # process 0 wrote the run's files, once (the other wrote its own to a scratch folder): the same files as one process
-    assert sorted(p.name for p in two_processes.iterdir()) == sorted(p.name for p in two_devices.iterdir())
+    # process 0 wrote the run's files, once (the other wrote its own to a scratch folder): the same files as one
+    # process, and the study's record of the session
+    assert sorted(p.name for p in two_processes.iterdir()) == sorted(["sessions.jsonl",
+                                                                     *(p.name for p in two_devices.iterdir())])
+    assert len((two_processes / "sessions.jsonl").read_text().splitlines()) == 1
+    study = json.loads((runs["study"] / "study.json").read_text())
+    assert list(study["methods"]) == ["random"] and study["methods"]["random"]["status"] == "finished"
     assert len((two_processes / "metrics.jsonl").read_text().splitlines()) == 6  # 6 chunks
     assert json.loads((two_processes / "environments" / "cycle_1.json").read_text())["environments"]
     # 2 processes x 1 device = 1 process x 2 devices, bit for bit: the same program on the same pieces
@@ -170,23 +177,11 @@ def test_a_killed_process_stops_the_run_with_one_line_and_the_resumed_run_finish
 
     for status, _, stderr in _finish(_start(toy_packages, ["train", "--resume", str(out)], processes=2)):
         assert status == 0, stderr[-3000:]
-    assert _report(out) == _report(runs["two_processes"])
-    assert _metrics(out) == _metrics(runs["two_processes"])
-    a, b = _final_state(out), _final_state(runs["two_processes"])
+    assert _report(out) == _report(runs["two_devices"])  # = the uninterrupted run (over two processes as well)
+    assert _metrics(out) == _metrics(runs["two_devices"])
+    a, b = _final_state(out), _final_state(runs["two_devices"])
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-
-
-def test_a_study_over_two_processes_trains_its_method_exactly_as_the_run(runs, toy_packages, tmp_path):
-    """The study runner over two processes: process 0 writes the study's files, and its method's run is the plain
-    run's, bit for bit (itself one process's, above)."""
-    _train(toy_packages, tmp_path / "study", processes=2, command=("study", "--methods", "random"))
-    run = tmp_path / "study" / "random"
-    assert _report(run) == _report(runs["two_processes"])
-    assert _metrics(run) == _metrics(runs["two_processes"])
-    study = json.loads((tmp_path / "study" / "study.json").read_text())
-    assert list(study["methods"]) == ["random"] and study["methods"]["random"]["status"] == "finished"
-    assert len((run / "sessions.jsonl").read_text().splitlines()) == 1  # written once, by process 0
 
 
 def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_packages, tmp_path):
