@@ -249,6 +249,11 @@ def fused_members(runs: list[tuple[Any, Path]], logs: list, llm_clients: list | 
     """(members, trainer) of a fused run: each run's member (with its LLM client, if given), resumed from
     `common_checkpoints`, as process 0 chose them (it alone removes the checkpoints left out)."""
     parts = [RunParts.of(cfg) for cfg, _ in runs]
+    # One env for runs of one game, observation and options: a game's env need not compare equal to another
+    # instance of itself, and the trainer is shared by its env.
+    same_env = [(c.env, c.observation, c.game_options) == (parts[0].cfg.env, parts[0].cfg.observation,
+                                                           parts[0].cfg.game_options) for c, _ in runs]
+    parts = [dataclasses.replace(p, env=parts[0].env) if same else p for p, same in zip(parts, same_env)]
     trainer = parts[0].make_trainer()
     if any(p.make_trainer() is not trainer for p in parts):
         raise ValueError("fused runs must share one trainer (the same agent and env, no level sampler)")

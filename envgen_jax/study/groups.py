@@ -121,5 +121,5 @@ def describe_groups(settings, schedule: str = "auto") -> str:
               f"{cfg0.ppo.num_steps} steps x {cfg0.ppo.num_envs} envs x the observation in float32, fitted to the "
               f"compiled chunk on CPU"
               + (", one agent's at a time: execution.seed_axis map" if cfg0.execution.seed_axis == "map" else "")
-              + "; docs/studies.md)", *devices]
+              + "; docs/studies.md)", "", *devices]
     return "\n".join(lines)
