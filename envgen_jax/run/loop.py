@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 from envgen_jax.run.distributed import explain_failure, spread
 from envgen_jax.run.member import Member, concatenated, fused_members, sections, side_by_side
@@ -112,7 +111,8 @@ class EnvGenRun:
               callbacks: Callbacks | None = None) -> EnvGenRun:
         """Several methods' runs (configurations alike but for `method`, of one program: `study.groups`) trained as
         one, each resumed from the newest env step at which every one has a checkpoint (`member.common_checkpoints`).
-        A member that fails (its design step raises, say) is left out of the rest, its error in `errors`."""
+        A member that fails (its design step raises, say) is left out of the rest, its error in `errors`.
+        llm_client: one client for every run, or a list of one per run."""
         clients = llm_client if isinstance(llm_client, list) else [llm_client] * len(runs)
         members, trainer = fused_members(runs, logs or [logger] * len(runs), clients, callbacks)
         run = cls.__new__(cls)

@@ -87,7 +87,7 @@ def run_group(settings: StudySettings, group: list[str], out: Path, log: Callabl
         _session(out / m, resumed=latest_checkpoint(out / m) is not None)
     run = EnvGenRun.fused([(settings.run_config(m), out / m) for m in todo],
                           logs=[Prefixed(f"[{m}] ") for m in todo],
-                          llm_client=[_client(settings, m, llm_client, log) for m in todo])
+                          llm_client=[method_client(settings, m, llm_client, log) for m in todo])
     run.run()
     return True, {m: (run.errors[m], run.tracebacks[m]) for m in todo if m in run.errors}
 
@@ -133,7 +133,7 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
     if not _check_or_reuse(settings, method, out, log):
         return False
     prefix = Prefixed(f"[{method}] ")
-    llm_client = _client(settings, method, llm_client, log)
+    llm_client = method_client(settings, method, llm_client, log)
     resumed = latest_checkpoint(run_dir) is not None
     if resumed:
         run = EnvGenRun.resume(run_dir, log=prefix, llm_client=llm_client)
@@ -144,7 +144,7 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
     return True
 
 
-def _client(settings: StudySettings, method: str, llm_client: Any, log: Callable[[str], None]) -> Any:
+def method_client(settings: StudySettings, method: str, llm_client: Any, log: Callable[[str], None]) -> Any:
     """The LLM client of `method`'s run: `llm_client` if given, else its replayed designs if the study has them,
     else None (the run's own LLM)."""
     if llm_client is None and method in settings.replay:  # designs recorded elsewhere, no LLM (llm/replay.py)
