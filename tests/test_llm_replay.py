@@ -17,6 +17,7 @@ from envgen_jax.llm.replay import DesignReplay, recorded_designs, replay_client
 from envgen_jax.llm.transcript import read_transcript
 from envgen_jax.run_config import load_run_config
 from envgen_jax.schema import ConfigError
+from envgen_jax.study.runner import method_client
 from envgen_jax.study.settings import load_settings, reconcile, resolve, save_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,3 +85,10 @@ def test_a_study_says_which_methods_replay_and_keeps_it(tmp_path):
     for other in ({}, {"envgen": "other.jsonl"}):
         with pytest.raises(ConfigError, match="--replay envgen: the study in .* has .*, this command gives"):
             reconcile(dataclasses.replace(settings, replay=other), tmp_path)
+    # the runner gives the replaying method its replay client (a run alone or a member of a fused group), the
+    # others none (their own LLM), and a client given to the study to every method
+    said = []
+    assert isinstance(method_client(settings, "envgen", None, said.append), DesignReplay) and "envgen" in said[0]
+    assert method_client(settings, "ppo", None, said.append) is None and len(said) == 1
+    given = object()
+    assert method_client(settings, "envgen", given, said.append) is given

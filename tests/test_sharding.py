@@ -1,4 +1,4 @@
-"""Training sharded over several (forced) CPU devices gives the same results as on one device."""
+"""Training sharded over several (forced) CPU devices gives the same results as on one device; the layout rules."""
 
 import json
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envgen_jax.trainer.sharding import layout
+from envgen_jax.trainer.sharding import describe, layout
 from tests.fast_compile import xla_flags
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,13 +42,38 @@ SCRIPT = textwrap.dedent("""
 
 def test_layout_rules():
     assert layout(8, 1024, 1) == "replicated"
-    assert layout(8, 1024, 4) == "seeds"
-    assert layout(3, 1024, 4) == "envs"
+    assert layout(8, 1024, 4) == "agents"  # whole agents per device when they divide evenly
+    assert layout(3, 1024, 4) == "envs"  # else each agent's env slots
+    assert layout(8, 1024, 4, shard="envs") == "envs"  # forced
     with pytest.raises(ValueError, match="multiple of the device count"):
         layout(3, 10, 4)
+    with pytest.raises(ValueError, match="execution.shard=agents: cannot split 3 agent"):
+        layout(3, 1024, 4, shard="agents")
+    with pytest.raises(ValueError, match="execution.shard=envs: cannot split 10 env slots"):
+        layout(8, 10, 4, shard="envs")
+    with pytest.raises(ValueError, match="'seeds' is not one of auto, agents, envs"):
+        layout(8, 8, 2, shard="seeds")
 
 
-@pytest.mark.parametrize("seeds", [2, 1])  # 2 seeds: split by seed; 1 seed: split by env slot
+def test_the_dry_run_says_which_layout_applies_and_what_each_device_holds(capsys):
+    assert describe(16, 1024, 8) == ("agents over 8 devices: 2 whole agent(s) per device (1024 env slots each), "
+                                     "no gradient crosses devices")
+    assert describe(1, 1024, 8).startswith("envs over 8 devices: 128 of each agent's 1024 env slots per device")
+    from envgen_jax.cli import main
+    assert main(["train", "--config", str(ROOT / "configs" / "ppo_smoke.yaml"), "--set", "seeds=2",
+                 "execution.shard=envs", "--dry-run"]) == 0
+    assert "devices: one device: all 2 agent(s) x 32 env slots on it" in capsys.readouterr().out
+    assert main(["train", "--config", str(ROOT / "configs" / "ppo_smoke.yaml"), "--set", "execution.shard=gpus",
+                 "--dry-run"]) == 1
+    assert "execution.shard" in capsys.readouterr().err
+    # a fused study: the whole agent axis (methods x seeds) of each program
+    assert main(["study", "--config", str(ROOT / "configs" / "ppo_smoke.yaml"), "--methods", "ppo,random",
+                 "--seeds", "2", "--schedule", "fused", "--dry-run"]) == 0
+    assert "devices (paper loop): one device: all 4 agent(s) x 32 env slots on it" in capsys.readouterr().out
+
+
+# Whole agents per device (2 seeds on 2 devices) is tested end to end by tests/test_multiprocess.py.
+@pytest.mark.parametrize("seeds", [1])  # 1 seed: split by env slot
 def test_two_forced_devices_match_one(seeds):
     # Two host devices, and the fast-compile flags: these tiny programs are compiled, not timed.
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": xla_flags("--xla_force_host_platform_device_count=2")}

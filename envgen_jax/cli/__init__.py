@@ -76,11 +76,27 @@ def main(argv: list[str] | None = None) -> int:
             raise
         status, message = explain(e)
         _report(message, e)
+        from envgen_jax.run.distributed import joined
+        if joined():
+            _leave_now(status)
         return status
+
+
+def _leave_now(status: int) -> None:
+    """End a process of a broken multi-process run at once: JAX's exit handler would wait for the other processes
+    at a shutdown barrier, then abort with a page of C++ stack (the one line above says what happened)."""
+    import os
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def explain(error: Exception) -> tuple[int, str]:
     """The exit status for `error`, and its one-line (or one-list) message."""
+    from envgen_jax.run.distributed import explain_failure
+    lost = explain_failure(error)  # several processes: one of them stopped, or cannot join
+    if lost is not None:
+        return FAILED, lost
     if isinstance(error, (LLMError, DesignError)):  # before ConfigError: DesignError is one, but the LLM failed
         return FAILED, f"error: the LLM step failed: {error}"
     if isinstance(error, ConfigError):

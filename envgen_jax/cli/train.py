@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from envgen_jax.methods import METHODS
+from envgen_jax.run.distributed import JOIN_TIMEOUT_S
 from envgen_jax.schema import ConfigError
 
 TRAIN_HELP = """\
@@ -58,11 +59,42 @@ def add_train_command(commands) -> None:
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<config name>)")
     p.add_argument("--dry-run", action="store_true",
                    help="check the configuration and print the plan, then stop: nothing trains, nothing is written")
+    add_process_flags(p)
     p.set_defaults(handler=cmd_train)
 
 
+def add_process_flags(p) -> None:
+    """A multi-process run's flags (docs/devices.md); with none, SLURM / Open MPI / Cloud TPU launches are detected."""
+    group = p.add_argument_group("several processes (hosts): give all three, on every process, or none under "
+                                 "srun / mpirun, where JAX reads them from the launcher (docs/devices.md)")
+    group.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0, reachable from every host")
+    group.add_argument("--num-processes", type=int, metavar="N", help="processes in the run")
+    group.add_argument("--process-id", type=int, metavar="I", help="this process, 0..N-1 (0 writes the files)")
+    group.add_argument("--join-timeout", type=int, default=JOIN_TIMEOUT_S, metavar="SECONDS",
+                       help=f"how long to wait for every process to join (default {JOIN_TIMEOUT_S})")
+
+
+def join_processes(args) -> bool:
+    """Join a multi-process run when the flags or the launcher say so (before anything touches a device)."""
+    from envgen_jax.run.distributed import initialize
+    return initialize(args.coordinator, args.num_processes, args.process_id, args.join_timeout)
+
+
+def devices_line(cfg) -> str:
+    """How the run spreads over this machine's (or every process's) devices; ConfigError where it cannot."""
+    import jax
+
+    from envgen_jax.trainer.sharding import describe
+    try:
+        return describe(cfg.num_agents, cfg.ppo.num_envs, jax.device_count(), cfg.execution.shard)
+    except ValueError as e:
+        raise ConfigError([str(e)], what="devices") from None
+
+
 def cmd_train(args) -> int:
+    join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
+    from envgen_jax.run.distributed import lead_decides
     from envgen_jax.run.loop import EnvGenRun, check_no_run_there
     from envgen_jax.run.parts import RunParts, checkpoint_bytes, parameter_count
     from envgen_jax.run.plan import describe_plan
@@ -79,25 +111,35 @@ def cmd_train(args) -> int:
     else:
         cfg = load_run_config(args.config, args.overrides)
         out = Path(args.out or Path("runs") / Path(args.config).stem)
-        check_no_run_there(out)
+        lead_decides(check_no_run_there, out)  # process 0 looks (the others would see its first files)
     parts = RunParts.of(cfg)
+    devices = devices_line(cfg)
     if args.dry_run:
         print(describe_plan(cfg, parts.method, checkpoint_bytes(parts), parameter_count(parts)))
+        print(f"devices: {devices}")
         print(f"\ndry run: the configuration is valid; nothing trained, nothing written (run directory: {out})")
         return 0
     print(f"agent: {cfg.network.kind} network on {cfg.observation} observations, {parameter_count(parts):,} "
           f"parameters per agent")
     print(f"compilation cache: {configure_compile_cache(cfg.output.compile_cache) or 'off'}")
+    print(f"devices: {devices}")
     run = EnvGenRun.resume(out, parts=parts) if args.resume else EnvGenRun(cfg, out, parts=parts)
     start = time.monotonic()
     try:
         run.run()
     except (Exception, KeyboardInterrupt) as e:
         if (out / "config.yaml").exists():
-            e.add_note(f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}")
+            every = "  (on every process, with its flags)" if _several() else ""
+            e.add_note(f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}"
+                       + every)
         raise
     print(f"finished in {time.monotonic() - start:.0f}s: {out / 'report.md'}")
     return 0
+
+
+def _several() -> bool:
+    import jax
+    return jax.process_count() > 1
 
 
 STUDY_HELP = """\
@@ -162,10 +204,12 @@ def add_study_command(commands) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the groups, the agents of each program, the env slots, the bank and the estimated "
                         "memory, then stop: nothing trains, nothing is written")
+    add_process_flags(p)
     p.set_defaults(handler=cmd_study)
 
 
 def cmd_study(args) -> int:
+    join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
     from envgen_jax.study import resolve, run_study
 

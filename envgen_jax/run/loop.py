@@ -33,6 +33,7 @@ from typing import Any
 
 import jax
 
+from envgen_jax.run.distributed import explain_failure, spread
 from envgen_jax.run.member import Member, concatenated, fused_members, sections, side_by_side
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, phase_label, train_updates
@@ -110,8 +111,10 @@ class EnvGenRun:
               callbacks: Callbacks | None = None) -> EnvGenRun:
         """Several methods' runs (configurations alike but for `method`, of one program: `study.groups`) trained as
         one, each resumed from the newest env step at which every one has a checkpoint (`member.common_checkpoints`).
-        A member that fails (its design step raises, say) is left out of the rest, its error in `errors`."""
-        members, trainer = fused_members(runs, logs or [logger] * len(runs), llm_client, callbacks)
+        A member that fails (its design step raises, say) is left out of the rest, its error in `errors`.
+        llm_client: one client for every run, or a list of one per run."""
+        clients = llm_client if isinstance(llm_client, list) else [llm_client] * len(runs)
+        members, trainer = fused_members(runs, logs or [logger] * len(runs), clients, callbacks)
         run = cls.__new__(cls)
         run._drive(members, trainer)
         return run
@@ -159,6 +162,8 @@ class EnvGenRun:
         try:
             work()
         except Exception as e:  # noqa: BLE001 -- one failed method must not lose the others
+            if explain_failure(e):  # a process of a multi-process run is gone: nothing more can run
+                raise
             name = member.out.name
             self.errors[name], self.tracebacks[name] = f"{type(e).__name__}: {e}", traceback.format_exc()
             member.log.error(f"{member.cfg.method} failed ({self.errors[name]}); the other methods go on")
@@ -173,12 +178,8 @@ class EnvGenRun:
             parts.append(self.trainer.restore(m.resume_from, bank, rows, seeds=seeds) if m.resume_from is not None
                          else self.trainer.init(bank, rows, seeds=seeds, hparams=m.cfg.agent_hparams, episodes=False))
         ts = parts[0] if len(parts) == 1 else concatenated(parts)
-        if jax.device_count() > 1:  # every local device (or every host's, after jax.distributed.initialize())
-            from envgen_jax.trainer.sharding import layout, shard_train_state
-            agents = len(self.members) * self.cfg.num_agents
-            ts = shard_train_state(ts, self.cfg.ppo.num_envs)
-            logger.info(f"spread over {jax.device_count()} devices by "
-                        f"{layout(agents, self.cfg.ppo.num_envs, jax.device_count())}")
+        if jax.device_count() > 1:  # the whole agent axis (methods x seeds) over every device of every process
+            ts = spread(ts, self.cfg, len(self.members) * self.cfg.num_agents, logger)
         else:  # compile the chunk and the evaluation in threads while the first design step runs
             bank, rows, _ = side_by_side(self.cfg, [(m, m.method.bank_and_rows(m.state_where()), False) for m in self.members])
             self.trainer.precompile_chunk(ts, bank, rows, num_updates=self.cfg.schedule.updates_per_chunk)

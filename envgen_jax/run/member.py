@@ -5,6 +5,11 @@ A run of one method is one member holding every agent. A fused study (`study --s
 members over one trainer: member m's agents are the slice [m * S, (m + 1) * S) of the agent axis, and its bank rows
 the block [m * K, (m + 1) * K) of the concatenated bank, so each member sees its metrics, evaluation and TrainState
 exactly as its run alone would (`metrics`, `train_state`), and writes exactly that run's files in its own directory.
+
+Several processes (`run.distributed`): process 0 writes a member's files in its run directory, the others the same
+files in scratch folders of their own (`files_dir`); the checkpoints are everyone's (orbax's multi-process save into
+the run directory's `checkpoints/`); a design step runs on process 0 and its outcome is sent to the others
+(`shared`); and which checkpoints a fused run resumes from is process 0's choice (`from_lead`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from envgen_jax.methods.view import RunView
 from envgen_jax.report import write_report
 from envgen_jax.run.compile_record import RunTiming
 from envgen_jax.run.design_step import DesignStep
+from envgen_jax.run.distributed import files_dir, from_lead, shared
 from envgen_jax.run.log import RunLog, nan_to_none
 from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
 from envgen_jax.run.parts import RunParts
@@ -40,7 +46,9 @@ class Member:
 
     def __init__(self, cfg, out: Path, parts: RunParts, trainer, log, llm_client=None, callbacks: Any = None,
                  state: LoopState | None = None, resume_from: Path | None = None):
-        self.cfg, self.out, self.log = cfg, Path(out), log
+        # Several processes: process 0 writes the run directory, the others a scratch copy; checkpoints are everyone's
+        self.cfg, self.out, self.log = cfg, files_dir(out), log
+        self.checkpoint_dir = Path(out).absolute() / "checkpoints"
         self.state = state or LoopState()
         self.resume_from = resume_from
         self.game, self.env = parts.game, parts.env
@@ -48,7 +56,7 @@ class Member:
         self.view = RunView(cfg, self.out, self.game, self.env, self.state)  # what the method sees of the run
         self.method = parts.method(self.view, trainer)
         self.method.load_state(self.state.method)
-        self.design = DesignStep(self.view, self.method, log, llm_client)
+        self.design = shared(DesignStep(self.view, self.method, log, llm_client), self.state, self.method)
         self.records = RunLog(self.out, cfg.output.tensorboard)
         self.timing = RunTiming(self.out, callbacks)  # hook (issue 44): phases.json, compile.json
         self.agents: slice | None = None  # set by the driver when it lays members out on the agent axis
@@ -104,7 +112,7 @@ class Member:
         # Drop chunks recorded after the checkpoint we start from (all of them when a killed run had none yet).
         self.records.truncate(self.state.metrics_lines)
         self.timing.start(resumed=self.resume_from is not None)  # hook (issue 44)
-        self.checkpoints = Checkpoints(self.out / "checkpoints", keep=self.cfg.output.keep_checkpoints)
+        self.checkpoints = Checkpoints(self.checkpoint_dir, keep=self.cfg.output.keep_checkpoints)
 
     def enter_phase(self, ts) -> None:
         """Before the first chunk of a training phase in this session: the method's hook, the phase's layout."""
@@ -236,16 +244,24 @@ def side_by_side(cfg, given: list[tuple[Member, tuple, Any]]):
     return bank, rows, np.repeat([bool(flag) for _, _, flag in given], seeds)
 
 
-def fused_members(runs: list[tuple[Any, Path]], logs: list, llm_client=None, callbacks=None):
-    """(members, trainer) of a fused run: each run's member, resumed from `common_checkpoints`."""
+def fused_members(runs: list[tuple[Any, Path]], logs: list, llm_clients: list | None = None, callbacks=None):
+    """(members, trainer) of a fused run: each run's member (with its LLM client, if given), resumed from
+    `common_checkpoints`, as process 0 chose them (it alone removes the checkpoints left out)."""
     parts = [RunParts.of(cfg) for cfg, _ in runs]
+    # One env for runs of one game, observation and options: a game's env need not compare equal to another
+    # instance of itself, and the trainer is shared by its env.
+    same_env = [(c.env, c.observation, c.game_options) == (parts[0].cfg.env, parts[0].cfg.observation,
+                                                           parts[0].cfg.game_options) for c, _ in runs]
+    parts = [dataclasses.replace(p, env=parts[0].env) if same else p for p, same in zip(parts, same_env)]
     trainer = parts[0].make_trainer()
     if any(p.make_trainer() is not trainer for p in parts):
         raise ValueError("fused runs must share one trainer (the same agent and env, no level sampler)")
     members = []
-    for i, ((cfg, out), p, checkpoint) in enumerate(zip(runs, parts, common_checkpoints([o for _, o in runs]))):
+    chosen = from_lead(lambda: [c and str(c) for c in common_checkpoints([Path(o) for _, o in runs])])
+    clients = llm_clients or [None] * len(runs)
+    for i, ((cfg, out), p, checkpoint) in enumerate(zip(runs, parts, (c and Path(c) for c in chosen))):
         state = load_loop_state(checkpoint) if checkpoint is not None else None
-        members.append(Member(cfg, Path(out), p, trainer, logs[i], llm_client, callbacks if i == 0 else None,
+        members.append(Member(cfg, Path(out), p, trainer, logs[i], clients[i], callbacks if i == 0 else None,
                               state, checkpoint))
         logs[i].info(f"resuming {out} from {checkpoint.name} ({state.env_steps:,} env steps per seed)"
                      if checkpoint is not None else f"starting {out}")

@@ -88,15 +88,17 @@ def memory_estimate(parts, agents: int) -> dict:
 
 def describe_groups(settings, schedule: str = "auto") -> str:
     """The study's programs as `study --dry-run` prints them: per group its methods, agents, env slots, bank rows and
-    the estimated memory."""
+    the estimated memory, and how its agents spread over the devices (`trainer.sharding.describe`)."""
     from envgen_jax.run.parts import RunParts
+    from envgen_jax.schema import ConfigError
+    from envgen_jax.trainer.sharding import describe
 
     chosen = resolve_schedule(schedule)
     cfg0 = settings.run_config(settings.methods[0])
     lines = [f"Study of {len(settings.methods)} methods x {cfg0.seeds} seeds on {cfg0.env}, schedule {chosen}"
              + (f" (auto on {jax.default_backend()})" if schedule == "auto" else "") + ":", "",
              f"  {'program':<12}{'agents':>7}{'env slots':>11}{'eval slots':>11}{'bank rows':>10}{'memory':>11}  methods"]
-    total = 0
+    total, devices = 0, []
     for group in groups(settings, chosen):
         cfgs = [settings.run_config(m) for m in group]
         agents = len(group) * cfg0.num_agents
@@ -105,6 +107,11 @@ def describe_groups(settings, schedule: str = "auto") -> str:
         name = program_of(group[0], cfgs[0])[0] if len(group) > 1 else group[0]
         lines.append(f"  {name:<12}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.num_envs:>11,}"
                      f"{sum(c.bank_rows for c in cfgs):>10}{estimate['total'] / 1e9:>9.2f}GB  {', '.join(group)}")
+        try:
+            devices.append(f"devices ({name}): "
+                           f"{describe(agents, cfg0.ppo.num_envs, jax.device_count(), cfg0.execution.shard)}")
+        except ValueError as e:
+            raise ConfigError([f"{name}: {e}"], what="devices") from None
     one = memory_estimate(RunParts.of(cfg0), 1)
     n = len(groups(settings, chosen))
     lines += ["", f"programs: {n} training program{'s' * (n != 1)}, one after another; the largest needs about "
@@ -114,5 +121,5 @@ def describe_groups(settings, schedule: str = "auto") -> str:
               f"{cfg0.ppo.num_steps} steps x {cfg0.ppo.num_envs} envs x the observation in float32, fitted to the "
               f"compiled chunk on CPU"
               + (", one agent's at a time: execution.seed_axis map" if cfg0.execution.seed_axis == "map" else "")
-              + "; docs/studies.md)"]
+              + "; docs/studies.md)", "", *devices]
     return "\n".join(lines)

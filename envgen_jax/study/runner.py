@@ -1,5 +1,9 @@
 """Run a study: every group of methods in turn (one program each, `groups`; trained, resumed or reused), a failed
-method reported and skipped, and the comparison (study.json, study.md, the plots) rewritten after each group."""
+method reported and skipped, and the comparison (study.json, study.md, the plots) rewritten after each group.
+
+Several processes (`run.distributed`): every process trains every group in step (each its part of the agents);
+process 0 alone writes the study's files and reports failures, and a lost process ends the study.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envgen_jax.llm.replay import replay_client
+from envgen_jax.run.distributed import explain_failure, is_lead
 from envgen_jax.run.log import Prefixed
 from envgen_jax.run.loop import EnvGenRun, latest_checkpoint
 from envgen_jax.run.provenance import environment
@@ -31,17 +36,23 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = reconcile(settings, out)
-    save_settings(settings, out / "study.yaml")
+    lead = is_lead()  # several processes: process 0 writes the study's files and reports
+    if lead:
+        save_settings(settings, out / "study.yaml")
     errors: dict[str, str] = {}
     plan = groups(settings, schedule)
     for i, group in enumerate(plan):
         try:
             trained, failed = run_group(settings, group, out, log, llm_client)
         except Exception as e:  # noqa: BLE001 -- one failed group must not lose the others
+            if explain_failure(e):  # a process of a multi-process study is gone: nothing more can run
+                raise
             failed = {m: (f"{type(e).__name__}: {e}", traceback.format_exc()) for m in group}
             trained = True
+        errors.update({method: error for method, (error, _) in failed.items()})
+        if not lead:
+            continue
         for method, (error, details) in failed.items():
-            errors[method] = error
             print(f"error: {method} failed ({error}); its checkpoints are kept, and rerunning the same command "
                   f"retries it (traceback in {log_traceback(out, f'{method} failed', details)})", file=sys.stderr)
         if trained and i < len(plan) - 1:
@@ -50,6 +61,8 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
             except Exception as e:  # noqa: BLE001 -- the runs matter more than their comparison, rebuilt at the end
                 print(f"warning: could not write the comparison ({type(e).__name__}: {e}; traceback in "
                       f"{log_traceback(out, 'writing the comparison failed')})", file=sys.stderr)
+    if not lead:
+        return 2 if errors else 0
     write_comparison(out, settings, errors)
     log(f"study: {len(settings.methods) - len(errors)}/{len(settings.methods)} methods finished; {out / 'study.md'}")
     return 2 if errors else 0
@@ -66,12 +79,15 @@ def run_group(settings: StudySettings, group: list[str], out: Path, log: Callabl
         try:
             run_method(settings, todo[0], out, log, llm_client)
         except Exception as e:  # noqa: BLE001 -- reported by the caller, the study goes on
+            if explain_failure(e):
+                raise
             return True, {todo[0]: (f"{type(e).__name__}: {e}", traceback.format_exc())}
         return True, {}
     for m in todo:
         _session(out / m, resumed=latest_checkpoint(out / m) is not None)
     run = EnvGenRun.fused([(settings.run_config(m), out / m) for m in todo],
-                          logs=[Prefixed(f"[{m}] ") for m in todo], llm_client=llm_client)
+                          logs=[Prefixed(f"[{m}] ") for m in todo],
+                          llm_client=[method_client(settings, m, llm_client, log) for m in todo])
     run.run()
     return True, {m: (run.errors[m], run.tracebacks[m]) for m in todo if m in run.errors}
 
@@ -99,7 +115,9 @@ def _check_or_reuse(settings: StudySettings, method: str, out: Path, log: Callab
 
 
 def _session(run_dir: Path, resumed: bool) -> None:
-    """A line of OUT/<method>/sessions.jsonl: which machine and code trained (part of) this run."""
+    """A line of OUT/<method>/sessions.jsonl: which machine and code trained (part of) this run (process 0's)."""
+    if not is_lead():
+        return
     run_dir.mkdir(parents=True, exist_ok=True)
     env = environment()
     with open(run_dir / "sessions.jsonl", "a") as f:
@@ -115,9 +133,7 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
     if not _check_or_reuse(settings, method, out, log):
         return False
     prefix = Prefixed(f"[{method}] ")
-    if llm_client is None and method in settings.replay:  # designs recorded elsewhere, no LLM (llm/replay.py)
-        llm_client = replay_client(settings.replay[method], cfg.llm)
-        log(f"{method}: designs replayed from {settings.replay[method]}, whatever this run's feedback says")
+    llm_client = method_client(settings, method, llm_client, log)
     resumed = latest_checkpoint(run_dir) is not None
     if resumed:
         run = EnvGenRun.resume(run_dir, log=prefix, llm_client=llm_client)
@@ -126,6 +142,15 @@ def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[s
     _session(run_dir, resumed)
     run.run()
     return True
+
+
+def method_client(settings: StudySettings, method: str, llm_client: Any, log: Callable[[str], None]) -> Any:
+    """The LLM client of `method`'s run: `llm_client` if given, else its replayed designs if the study has them,
+    else None (the run's own LLM)."""
+    if llm_client is None and method in settings.replay:  # designs recorded elsewhere, no LLM (llm/replay.py)
+        log(f"{method}: designs replayed from {settings.replay[method]}, whatever this run's feedback says")
+        return replay_client(settings.replay[method], settings.run_config(method).llm)
+    return llm_client
 
 
 def write_comparison(out: Path, settings: StudySettings, errors: dict[str, str] | None = None) -> dict:

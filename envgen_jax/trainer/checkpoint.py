@@ -15,6 +15,10 @@ uninterrupted run would (same keys, same env states, same optimiser moments).
     save_checkpoint(path, ts, metadata)                              # one checkpoint in a directory of its own
 
 Paths are made absolute. Run directories written before the manager still read (see "legacy layout" below).
+
+Several processes (`run.distributed`): every process calls `save` with the same step; each writes the shards of its
+own devices and process 0 the metadata (orbax's multi-process save, into a directory every process sees), and a
+restore reads the whole state on every process, whose `trainer.sharding.shard_train_state` keeps its pieces.
 """
 
 from __future__ import annotations
@@ -91,7 +95,10 @@ def save_checkpoint(path: str | os.PathLike, train_state: Any, metadata: dict | 
 def restore_checkpoint(path: str | os.PathLike, like: Any) -> Any:
     """The saved TrainState, with the structure, shapes and dtypes of `like` (abstract or concrete)."""
     path = Path(path).absolute()
-    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), like)
+    # Several processes: each reads the whole state onto its own first device (the same on every process), and
+    # `trainer.sharding.shard_train_state` keeps its pieces.
+    local = jax.sharding.SingleDeviceSharding(jax.local_devices()[0]) if jax.process_count() > 1 else None
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=local), like)
     if _is_legacy(path):
         return _legacy_restore(path, abstract)
     return _restore(path, **{STATE: ocp.args.StandardRestore(abstract)})[STATE]
@@ -113,10 +120,13 @@ def load_metadata(path: str | os.PathLike) -> dict:
 
 
 def _save_args(train_state, metadata) -> ocp.args.Composite:
-    # Host copy first: orbax handed arrays whose computation was still in flight has deadlocked on CPU.
+    # One process: a host copy first (orbax handed arrays whose computation was still in flight has deadlocked on
+    # CPU). Several: the arrays themselves, finished first; each process writes its own shards and process 0 the
+    # rest (orbax's multi-process save; every process calls save).
     # The JSON round trip turns numpy scalars and arrays into plain JSON (orbax's JsonSave takes only plain values).
+    state = (jax.block_until_ready(train_state) if jax.process_count() > 1 else jax.device_get(train_state))
     return ocp.args.Composite(**{
-        STATE: ocp.args.StandardSave(jax.device_get(train_state)),
+        STATE: ocp.args.StandardSave(state),
         METADATA: ocp.args.JsonSave(json.loads(json.dumps(metadata or {}, default=_json_default)))})
 
 

@@ -119,6 +119,10 @@ class ExecutionConfig(Declared):
     measured on a GPU (docs/devices.md)"""
     resets_per_step: int = bounded(0, minimum=0)
     """fresh worlds generated per vector-env step (VecEnv; 0: its default, max(1, num_envs // 256))"""
+    shard: Literal["auto", "agents", "envs"] = "auto"
+    """how the run spreads over several devices (`trainer.sharding`, docs/devices.md): 'agents' (whole agents per
+    device; their number a multiple of the device count), 'envs' (each agent's env slots split over the devices,
+    parameters replicated) or 'auto' (agents when they divide evenly, else envs)"""
 
     PATH, WHAT = "execution.", "execution settings"
 

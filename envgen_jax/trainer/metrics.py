@@ -19,6 +19,7 @@ declaration needs no trainer); they are imported here for the summaries and for 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -140,8 +141,28 @@ class ChunkMetrics:
 
 
 def to_host(tree):
-    """Blocks and copies a pytree of device arrays to numpy."""
+    """numpy copies of a pytree of device arrays. Arrays spread over several processes (`trainer.sharding`) are
+    gathered from all of them first: a collective, so every process calls it at the same point."""
+    if jax.process_count() > 1:
+        tree = _gathered(tree)
     return jax.tree.map(np.asarray, jax.device_get(tree))
+
+
+def _gathered(tree):
+    """`tree` with its arrays that span several processes made whole on every process, in one program."""
+    leaves, structure = jax.tree.flatten(tree)
+    spread = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array) and not x.is_fully_addressable]
+    if spread:
+        mesh = leaves[spread[0]].sharding.mesh  # the run's mesh (trainer.sharding)
+        whole = _replicate(jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+        for i, x in zip(spread, whole(tuple(leaves[i] for i in spread))):
+            leaves[i] = x
+    return jax.tree.unflatten(structure, leaves)
+
+
+@functools.lru_cache(maxsize=4)
+def _replicate(sharding):
+    return jax.jit(lambda xs: xs, out_shardings=sharding)
 
 
 def mean_or_nan(total, count):
