@@ -100,17 +100,16 @@ def pytest_runtest_setup(item):
         jax.clear_caches()
 
 
-# Seconds per test file in a full run (2026-11-27, two workers on 2 cores; files not named take under 10 s; a newer
-# run's: `benchmarks/test_suite.py --file-seconds after` prints them from test_suite_cpu.json). The
-# slowest files start first and pytest-xdist's own reordering (by test count) is off, so the two workers end
-# together: the suite's wall came 9-11 s above half its worker-seconds in three runs, against 44 s before.
+# Seconds per test file in a full run (2026-11-27 evening: a clean clone, two workers on 2 otherwise idle cores, 605
+# tests in 23 min 19 s; files not named take under 10 s; `benchmarks/test_suite.py --file-seconds after` prints a
+# newer run's from test_suite_cpu.json). The slowest files start first and pytest-xdist's own reordering (by test
+# count) is off, so the two workers end together (that run: wall 1,399 s for 2,754 worker-seconds).
 FILE_SECONDS = {
-    "test_loop": 416, "test_ued": 249, "test_benchmarks": 195, "test_llm_local": 159, "test_compile": 144,
-    "test_crafter_pixels": 141, "test_ppo": 114, "test_sharding": 84, "test_trainer_crafter": 83, "test_agent": 57,
-    "test_study": 38, "test_ladder": 30, "test_cli": 26, "test_crafter_env": 24, "test_trainer_checkpoint": 23,
-    "test_vector": 20, "test_games": 16, "test_golden": 14, "test_fuzz_inputs": 13,
-    # new files of 2026-11-27 (evening), estimated from their runs on the loaded machine, until a whole run measures
-    "test_fused": 400, "test_crafter_loops": 100, "test_gpu_session": 100, "test_multiprocess": 100,
+    "test_loop": 441, "test_fused": 423, "test_benchmarks": 288, "test_crafter_pixels": 279, "test_ued": 268,
+    "test_llm_local": 149, "test_ppo": 123, "test_multiprocess": 95, "test_ladder": 92, "test_compile": 90,
+    "test_agent": 79, "test_trainer_crafter": 77, "test_sharding": 60, "test_study": 46, "test_crafter_loops": 36,
+    "test_trainer_checkpoint": 31, "test_crafter_env": 29, "test_gpu_session": 26, "test_vector": 24,
+    "test_golden": 18, "test_precision": 18, "test_fuzz_inputs": 13, "test_games": 12,
 }
 
 

@@ -23,6 +23,7 @@ def test_wide_preset_is_the_paper_agent_with_a_wide_rollout():
     assert dataclasses.replace(wide.ppo, num_envs=8, num_steps=512) == paper.ppo
     assert wide.network == paper.network and wide.observation == "pixels"
     assert (wide.method, wide.schedule) == (paper.method, paper.schedule)
-    assert (wide.execution.seed_axis, wide.execution.compute_dtype) == ("dense", "bfloat16")
+    assert (wide.execution.seed_axis, wide.execution.conv_as_matmul, wide.execution.compute_dtype) == (
+        "vmap", True, "bfloat16")
     assert (paper.execution.seed_axis, paper.execution.compute_dtype) == ("vmap", "float32")
     assert parameter_count(RunParts.of(wide)) == parameter_count(RunParts.of(paper)) == 3_950_738

@@ -78,6 +78,7 @@ class EnvGenRun:
         self.tracebacks: dict[str, str] = {}
         self.cfg, self.out, first = members[0].cfg, members[0].out, members[0]
         self.state, self.plan, self.method, self.view = first.state, first.plan, first.method, first.view
+        self.env = first.env
         self.evaluator = make_evaluator(trainer, self.cfg.eval.num_envs, self.cfg.eval.episodes_per_env,
                                         self.cfg.eval.max_steps, game=first.game)
         if len(members) > 1:  # member m: agents [m * S, (m + 1) * S), bank rows after the members before it

@@ -258,6 +258,7 @@ class Trainer:
         self.trace_counts["train_chunk"] += 1
         # A flag per agent (a fused study's methods start phases apart), in one real branch: no reset costs nothing.
         reset_where = functools.partial(_reset_where, self._reset_one)
+        reset = jnp.broadcast_to(reset, jax.tree.leaves(ts)[0].shape[:1])  # one flag for all, or one per agent
         ts = jax.lax.cond(reset.any(), lambda s: self.over_seeds(reset_where, (0, None, rows_axis(rows), 0))(
             s, bank, rows, reset), lambda s: s, ts)
         fn = functools.partial(self._chunk_one, num_updates=num_updates)
