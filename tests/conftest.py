@@ -36,6 +36,7 @@ import jax.numpy as jnp  # noqa: E402
 import pytest  # noqa: E402
 
 from envgen_jax.envs.crafter import CrafterEnv  # noqa: E402
+from envgen_jax.trainer import reuse  # noqa: E402
 
 
 def _compile_once_across_processes() -> None:
@@ -98,6 +99,9 @@ def pytest_runtest_setup(item):
     if module is not _traced_module[0]:
         _traced_module[0] = module
         jax.clear_caches()
+        # ... and builds its own trainers: one kept from another file (trainer.reuse) would retrace anyway after the
+        # clear, and its trace counts would hold that file's traces too
+        reuse.forget()
 
 
 # Seconds per test file in a full run (2026-11-27 evening: a clean clone, two workers on 2 otherwise idle cores, 605

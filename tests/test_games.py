@@ -147,15 +147,21 @@ TOY_PROMPTS = {
 }
 
 
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """The toy game's package written to a folder on the path, and its one registry line, for this test only."""
-    package = tmp_path / "toy_game"
+def write_toy_package(folder: Path) -> Path:
+    """The toy game's package (its game module and prompts) written into `folder`; returns the package's path."""
+    package = folder / "toy_game"
     (package / "prompts").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "game.py").write_text(TOY_GAME)
     for kind, text in TOY_PROMPTS.items():
         (package / "prompts" / f"{kind}.txt").write_text(text)
+    return package
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy game's package written to a folder on the path, and its one registry line, for this test only."""
+    write_toy_package(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line
     return games.get("toy")

@@ -24,7 +24,7 @@ import pytest
 
 from tests import golden
 from tests.fast_compile import xla_flags
-from tests.test_games import TOY_GAME, TOY_PROMPTS
+from tests.test_games import write_toy_package
 
 ROOT = Path(__file__).resolve().parent.parent
 # 2 agents (seeds), one per device; one cycle (design, 2 + 2 chunks, evaluation), then 2 chunks and the final one
@@ -87,12 +87,7 @@ def _train(packages: Path, out: Path, processes: int = 1, devices: int = 1, comm
 @pytest.fixture(scope="module")
 def toy_packages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("packages")
-    package = folder / "toy_game"
-    (package / "prompts").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "game.py").write_text(TOY_GAME)
-    for kind, text in TOY_PROMPTS.items():
-        (package / "prompts" / f"{kind}.txt").write_text(text)
+    write_toy_package(folder)
     return folder
 
 
