@@ -16,7 +16,7 @@ test:  ## the whole test suite on CPU (what CI runs)
 
 # The quick check for the edit-test loop: the tests a change most often breaks (config and CLI errors, the plan, the
 # reply parser, code shape, Crafter's parity over a few steps, a PPO update; the `check` marker, tests/conftest.py).
-# Measured: not yet on an idle machine (aim: 3 min on 2 cores from a clean clone); on 2026-11-27 on 2 cores shared
-# with 4-5 other jobs, load average 15-20: 127 passed in 6 min 37 s.
+# Measured (2 cores, clean clone after make install, nothing else running, 2026-11-27): 130 passed in 37 s wall (aim:
+# 3 min); on 2 cores shared with 4-5 other jobs (load average 15-20): 127 passed in 6 min 37 s.
 check:  ## the quick check: the tests a change most often breaks, in a few minutes
 	$(PYTEST) -m check
