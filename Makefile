@@ -7,8 +7,8 @@ install:  ## everything: package, test tools, offline LLM
 # Two pytest-xdist workers, each taking whole files (so module-scoped runs are made once), the slowest files first;
 # both share one persistent compilation cache made fresh for the run (tests/conftest.py), so a program is compiled
 # once per run and every run starts cold, as a clean clone does. WORKERS=0 runs it in one process.
-# Measured (2 cores, clean clone, cold cache, nothing else running): 605 tests in 23 min 19 s on 2026-11-27 (600 passed;
-# 5 merge slips failed and were mended after); before this round: 585 passed in about 26 min, 2026-11-27.
+# Measured (2 cores, clean clone, cold cache, nothing else running): 605 passed in 22 min 23 s on 2026-11-27 (53bbc0d;
+# the run before the last mends: 605 tests in 23 min 19 s); before this round: 585 passed in about 26 min, 2026-11-27.
 WORKERS ?= 2
 PYTEST = JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE $(VENV)/bin/python -m pytest -q tests -n $(WORKERS) --dist loadfile
 test:  ## the whole test suite on CPU (what CI runs)
