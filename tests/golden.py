@@ -134,12 +134,17 @@ ADDED_REPORT_KEYS = ("adaptation", "first_unlock_steps")
 ADDED_ENTRIES = ("duplicate_environments", "kl_stopped")
 
 
-def _without_added(value):
+def without_keys(value, keys):
+    """`value` (JSON) with every dict entry named in `keys` left out, at any depth."""
     if isinstance(value, dict):
-        return {k: _without_added(v) for k, v in value.items() if k not in ADDED_ENTRIES}
+        return {k: without_keys(v, keys) for k, v in value.items() if k not in keys}
     if isinstance(value, list):
-        return [_without_added(v) for v in value]
+        return [without_keys(v, keys) for v in value]
     return value
+
+
+def _without_added(value):
+    return without_keys(value, ADDED_ENTRIES)
 
 
 def approx_equal(a, b, tol=EXACT) -> bool:

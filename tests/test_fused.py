@@ -34,11 +34,7 @@ def _client():
 
 
 def _without_times(x):
-    if isinstance(x, dict):
-        return {k: _without_times(v) for k, v in x.items() if k not in TIMES}
-    if isinstance(x, list):
-        return [_without_times(v) for v in x]
-    return x
+    return golden.without_keys(x, TIMES)
 
 
 def _outputs(run_dir: Path) -> dict:
