@@ -13,9 +13,10 @@ from craftax.craftax_classic.envs.craftax_pixels_env import CraftaxClassicPixels
 from craftax.craftax_classic.envs.craftax_state import EnvParams
 
 from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, config_to_params, make_params
+from envgen_jax.trainer import probes
+from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.ppo import PPOConfig
-from envgen_jax.trainer.factory import make_trainer
 from tests.conftest import random_actions
 
 STEPS = 12
@@ -54,40 +55,55 @@ def test_pixels_are_craftax_pixels_as_bytes(pixel_env):
     assert len(np.unique(np.asarray(ours))) > 20  # a picture, not a blank
 
 
-@pytest.fixture(scope="module")
-def conv_runs(pixel_env):
-    """A tiny conv agent, 2 seeds, 2 updates: vmapped (the default) and one seed after another (execution.seed_axis='map');
-    per mode (the chunk's lowered program, params before, params after, metrics)."""
-    from envgen_jax.trainer.train import _chunk_arguments
-    bank = make_params([CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3)])
-    rows = jnp.array([0, 1, 0, 1], jnp.int32)
-    out = {}
-    for how, seeds in (("vmap", None), ("map", None), ("dense", None), ("dense", [1])):
-        cfg = PPOConfig.of(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
+def _conv_config(how: str) -> PPOConfig:
+    return PPOConfig.of(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
                         conv_channels=(8, 8), num_seeds=2, seed_axis="vmap" if how == "dense" else how,
                         conv_as_matmul=how == "dense")
-        trainer = make_trainer(pixel_env, cfg)
-        # blank slots, filled by the chunk's reset: no world in the init
-        ts = trainer.init(bank, rows, seeds=seeds, episodes=False)
-        program = trainer._chunk_jit.lower(*_chunk_arguments(ts, bank, rows), num_updates=2).as_text()
-        before = jax.device_get(ts.params)
-        ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2, reset=True)
-        assert np.asarray(ts.obs).dtype == np.uint8  # rollouts carry bytes, not floats
-        out[how if seeds is None else f"{how}_seed1"] = program, before, jax.device_get(ts.params), to_host(metrics)
-    return out
 
 
-def test_conv_agent_trains_on_pixels(conv_runs):
-    _, before, after, metrics = conv_runs["vmap"]
+def _train_conv(env, how: str, bank, rows, seeds=None):
+    """(the chunk's lowered program, params before, params after, metrics) of 2 updates, from blank slots (filled by
+    the chunk's reset: no world in the init)."""
+    from envgen_jax.trainer.train import _chunk_arguments
+    trainer = make_trainer(env, _conv_config(how))
+    ts = trainer.init(bank, rows, seeds=seeds, episodes=False)
+    program = trainer._chunk_jit.lower(*_chunk_arguments(ts, bank, rows), num_updates=2).as_text()
+    before = jax.device_get(ts.params)
+    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2, reset=True)
+    assert np.asarray(ts.obs).dtype == np.uint8  # rollouts carry bytes, not floats
+    return program, before, jax.device_get(ts.params), to_host(metrics)
+
+
+@pytest.fixture(scope="module")
+def conv_run(pixel_env):
+    """A tiny conv agent on Crafter's pixels, 2 seeds vmapped (the default), 2 updates: the only training on them."""
+    bank = make_params([CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3)])
+    return _train_conv(pixel_env, "vmap", bank, jnp.array([0, 1, 0, 1], jnp.int32))
+
+
+@pytest.fixture(scope="module")
+def conv_modes():
+    """The same conv agent in each execution mode (vmap, map, dense, dense with seed 1 alone) on a pixel probe, a
+    bandit drawn as bytes: the modes are the network's and the update's, and each mode's program compiles in seconds
+    there, where each took about a minute on Crafter's pixels."""
+    env, bank = probes.PixelBanditEnv(), probes.make_bank([1.0, 0.5], shifts=[0, 1])
+    rows = jnp.array([0, 1, 0, 1], jnp.int32)
+    return {name: _train_conv(env, how, bank, rows, seeds)
+            for name, how, seeds in (("vmap", "vmap", None), ("map", "map", None), ("dense", "dense", None),
+                                     ("dense_seed1", "dense", [1]))}
+
+
+def test_conv_agent_trains_on_pixels(conv_run):
+    _, before, after, metrics = conv_run
     assert all(np.isfinite(np.asarray(v)).all() for v in vars(metrics.losses).values())
     assert any(not np.allclose(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)))
     assert np.asarray(metrics.env_steps).tolist() == [2 * 4 * 8] * 2
 
 
-def test_seeds_one_after_another_train_as_vmapped_with_dense_convolutions(conv_runs):
+def test_seeds_one_after_another_train_as_vmapped_with_dense_convolutions(conv_modes):
     """execution.seed_axis='map': the chunk runs the agents one after another, so their convolutions stay dense (vmapped
     over parameters they are grouped: feature_group_count = seeds), and each agent trains as in the vmapped program."""
-    (vmapped, _, vmap_params, vmap_metrics), (mapped, _, map_params, map_metrics) = conv_runs["vmap"], conv_runs["map"]
+    (vmapped, _, vmap_params, vmap_metrics), (mapped, _, map_params, map_metrics) = conv_modes["vmap"], conv_modes["map"]
     assert "feature_group_count = 2" in vmapped and "feature_group_count = 2" not in mapped
     for a, b in zip(jax.tree.leaves(vmap_params), jax.tree.leaves(map_params)):
         assert a.shape[0] == 2 and np.allclose(a, b, rtol=1e-4, atol=1e-5)
@@ -95,21 +111,23 @@ def test_seeds_one_after_another_train_as_vmapped_with_dense_convolutions(conv_r
     np.testing.assert_array_equal(vmap_metrics.rows.episodes, map_metrics.rows.episodes)
 
 
-def test_dense_seeds_train_as_vmapped_with_matrix_products_and_seed_i_is_run_i(conv_runs):
+def test_dense_seeds_train_as_vmapped_with_matrix_products_and_seed_i_is_run_i(conv_modes):
     """execution.conv_as_matmul: the seeds are vmapped but each 3x3 convolution is patches x kernel, so the program has
     no grouped convolution (a batched matrix product instead); the agents train as the vmapped ones (up to float
     summation order), and seed 1 of the two-seed run is the run of seed 1 alone."""
-    (vmapped, _, vmap_params, vmap_metrics), (dense, _, params, metrics) = conv_runs["vmap"], conv_runs["dense"]
+    (vmapped, _, vmap_params, vmap_metrics), (dense, _, params, metrics) = conv_modes["vmap"], conv_modes["dense"]
     assert "feature_group_count = 2" in vmapped and "feature_group_count" not in dense
     assert "convolution" not in dense  # every convolution, gradients included, became a matrix product
     for a, b in zip(jax.tree.leaves(vmap_params), jax.tree.leaves(params)):
         assert a.shape[0] == 2 and np.allclose(a, b, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(vmap_metrics.losses.total_loss, metrics.losses.total_loss, rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(vmap_metrics.rows.episodes, metrics.rows.episodes)
-    _, _, alone, alone_metrics = conv_runs["dense_seed1"]
+    _, _, alone, alone_metrics = conv_modes["dense_seed1"]
     for a, b in zip(jax.tree.leaves(alone), jax.tree.leaves(params)):
         assert a.shape[0] == 1 and np.allclose(a[0], b[1], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(alone_metrics.losses.total_loss[0], metrics.losses.total_loss[1], rtol=1e-4, atol=1e-6)
+    # the probe's agents did learn something different per seed (else equal parameters would prove little)
+    assert any(not np.allclose(a[0], a[1]) for a in jax.tree.leaves(params))
 
 
 def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):

@@ -36,6 +36,7 @@ from typing import ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from PIL import Image
 
@@ -82,7 +83,8 @@ class ToyEnv:
     obs_shape = (2 * LENGTH + 1,)
 
     def make_params(self, configs, capacity=None):
-        return Bank.from_configs(configs, lambda c: ToyParams(jnp.int32(c.coins), jnp.bool_(c.lava), jnp.int32(24)),
+        # numpy on the host, as a game's banks are made: nothing compiled outside the run's programs
+        return Bank.from_configs(configs, lambda c: ToyParams(np.int32(c.coins), np.bool_(c.lava), np.int32(24)),
                                  capacity)
 
     def observe(self, state, params):

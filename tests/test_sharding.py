@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = textwrap.dedent("""
     import json, sys
     import jax, numpy as np
-    from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, make_params
+    from envgen_jax.trainer import probes
     from envgen_jax.trainer.ppo import PPOConfig
     from envgen_jax.trainer.factory import make_trainer
     from envgen_jax.trainer.sharding import device_mesh, shard_train_state
@@ -25,11 +25,12 @@ SCRIPT = textwrap.dedent("""
     seeds, envs = int(sys.argv[1]), 8
     cfg = PPOConfig.of(num_envs=envs, num_steps=8, update_epochs=1, num_minibatches=2, width=32, depth=1,
                     num_seeds=seeds)
-    bank = make_params([CrafterConfig.original(), CrafterConfig(target_biome="mountain", wood=3)])
+    # a bandit whose two rows reward other actions: what is sharded is the trainer's state, whatever the game
+    env, bank = probes.BanditEnv(), probes.make_bank([1.0, 0.5], shifts=[0, 1])
     rows = np.arange(envs) % 2
     out = {}
     for name, devices in [("one", jax.devices()[:1]), ("two", jax.devices())]:
-        trainer = make_trainer(CrafterEnv(), cfg)
+        trainer = make_trainer(env, cfg)
         # blank env slots, filled by the sharded chunk's own reset (the init program makes no world)
         ts = shard_train_state(trainer.init(bank, rows, episodes=False), envs, device_mesh(devices))
         ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=2, reset=True)

@@ -17,6 +17,7 @@ no-retrace contract exactly as the Crafter config bank does. `make_bank(rewards)
 | `MarkerEnv`          | reward[0] steps, reward 0  | obs one-hot of `shift`: reveals the world's row     |
 | `SkillEnv`           | 1 step, per-row difficulty | learnable (1, 0), trivial (1, 1), impossible (0, 0) |
 | `CueMemoryEnv`       | cue at t=0, act at t=delay | recurrent: return -> r; feed-forward: r / 2 at best |
+| `PixelBanditEnv`     | `BanditEnv` as a picture   | as BanditEnv, for conv agents (bytes [H, W, 3])     |
 """
 
 from __future__ import annotations
@@ -206,3 +207,20 @@ class CueMemoryEnv(_Probe):
         r = correct.astype(jnp.float32) * params.reward[0]
         obs = self._obs(jnp.where(t == self.delay, 3, 2))
         return obs, ProbeState(t, state.context), r, done, _info(False, [correct])
+
+
+@dataclasses.dataclass(frozen=True)
+class PixelBanditEnv(BanditEnv):
+    """BanditEnv seen as pixels: the context's one-hot drawn as bytes (0 or 255) in every row and channel of a
+    [size, size, 3] picture. A conv agent's program on it compiles in seconds, where one on Crafter's pixels takes
+    about a minute: for tests of what the network and the update do (execution modes), not of the game."""
+
+    size: int = 8
+
+    @property
+    def obs_shape(self) -> tuple[int, ...]:
+        return (self.size, self.size, 3)
+
+    def _obs(self, idx):
+        columns = (jax.nn.one_hot(idx, self.size) * 255).astype(jnp.uint8)
+        return jnp.broadcast_to(columns[None, :, None], self.obs_shape)
