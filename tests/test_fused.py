@@ -10,8 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from envgen_jax.envs.crafter import CrafterConfig
-from envgen_jax.llm.testing import ScriptedClient, auto_reply
+from envgen_jax.llm.testing import ScriptedClient
 from envgen_jax.run.loop import EnvGenRun
 from envgen_jax.study import resolve
 from envgen_jax.study.groups import PAPER_LOOP, groups, program_of
@@ -30,7 +29,9 @@ def _settings():
 
 
 def _client():
-    return ScriptedClient(default=auto_reply(CrafterConfig))
+    """An LLM whose designs depend only on the conversation (golden.responder), so that a study killed and resumed
+    through the CLI (the stand-in server answers alike) can be compared with the fused run made here."""
+    return golden.client()
 
 
 def _without_times(x):
@@ -118,7 +119,7 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, tmp_path, 
 
     root, settings, *_ = fused_and_alone
     out = tmp_path / "study"
-    failing = ScriptedClient([auto_reply(CrafterConfig), RuntimeError("the LLM server is down")])
+    failing = ScriptedClient([golden.responder, RuntimeError("the LLM server is down")])
     assert run_study(settings, out, llm_client=failing, schedule="fused") == 2
     err = capsys.readouterr().err
     assert "error: envgen failed" in err, err
@@ -129,29 +130,23 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, tmp_path, 
         assert _outputs(out / m) == _outputs(root / "fused" / m), m
     # The same command again: envgen alone, resumed from its last checkpoint, ends as in the fused run (its losses
     # as test_fused_agents_equal_the_runs_alone bounds them: envgen now trains at 2 agents, not 8).
-    assert run_study(settings, out, llm_client=ScriptedClient(default=_second_call_on()), schedule="fused") == 0
+    assert run_study(settings, out, llm_client=golden.client(), schedule="fused") == 0
     a, b = _outputs(out / "envgen"), _outputs(root / "fused" / "envgen")
     assert a["report"] == b["report"] and a["designs"] == b["designs"]
     assert np.max(np.abs(_losses(a["metrics"]) - _losses(b["metrics"]))) <= LOSS_BOUND
 
 
-def _second_call_on():
-    """auto_reply as from its second call (the first design was made before the failure)."""
-    reply = auto_reply(CrafterConfig)
-    reply({})
-    return reply
-
-
 def _respond(request):
-    """The LLM stand-in: a design that depends only on the conversation, so that two studies can be compared."""
-    from envgen_jax.llm.testing import asked_count, completion_body, design_json, varied_configs
+    """The LLM stand-in server: golden.responder's designs (the fused run's), over HTTP."""
+    from envgen_jax.llm.testing import completion_body
 
-    turns = sum(m["role"] == "user" for m in request["messages"])
-    return 200, completion_body(design_json(varied_configs(CrafterConfig, asked_count(request, 2), offset=turns))), {}
+    return 200, completion_body(golden.responder(request)), {}
 
 
 @pytest.mark.slow
-def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(tmp_path):
+def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(fused_and_alone, tmp_path):
+    """`envgen-jax study --schedule fused` killed mid-run, then the same command: every method's outputs are those of
+    the uninterrupted fused run (the fixture's, made in this process with the same settings and designs)."""
     import os
     import signal
     import subprocess
@@ -160,15 +155,13 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(tm
 
     from envgen_jax.llm.testing import FakeOpenAIServer
 
+    root = fused_and_alone[0]
     with FakeOpenAIServer(_respond) as server:
         sets = [*SETTINGS, f"llm.base_url={server.base_url}", "output.checkpoint_minutes=0"]
         args = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", ",".join(METHODS),
                 "--schedule", "fused", *sum([["--set", s] for s in sets], [])]
         cmd = [sys.executable, "-m", "envgen_jax.cli", *args]
         env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-        whole = subprocess.run([*cmd, "--out", str(tmp_path / "whole")], cwd=ROOT, env=env, capture_output=True,
-                               text=True, timeout=1200)
-        assert whole.returncode == 0, whole.stderr[-3000:]
         killed = tmp_path / "killed"
         proc = subprocess.Popen([*cmd, "--out", str(killed)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
@@ -185,7 +178,7 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(tm
         assert again.returncode == 0, again.stderr[-3000:]
         assert "resuming" in again.stdout
     for m in METHODS:
-        assert _outputs(killed / m) == _outputs(tmp_path / "whole" / m), m
+        assert _outputs(killed / m) == _outputs(root / "fused" / m), m
 
 
 @pytest.mark.slow

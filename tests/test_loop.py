@@ -314,13 +314,25 @@ def test_heist_runs_through_the_same_loop(tmp_path):
     assert load_run_config(tmp_path / "config.yaml") == cfg  # written as game_options: {mode: easy}, read back
 
 
-def test_per_seed_designers_and_mixed_slots(tmp_path):
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy game of tests/test_games.py, registered for one test: the loop's machinery (per-seed designers, sweeps)
+    does not depend on the game, and the toy game's programs compile in seconds where Crafter's take a minute."""
+    from envgen_jax import games
+    from tests.test_games import write_toy_package
+    write_toy_package(tmp_path / "packages")
+    monkeypatch.syspath_prepend(str(tmp_path / "packages"))
+    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")
+    return games.get("toy")
+
+
+def test_per_seed_designers_and_mixed_slots(toy, tmp_path):
     cfg = load_run_config(ROOT / "configs" / "smoke.yaml",
-                          TINY + ["schedule.feedback=per_seed", "schedule.mixing=mixed", "schedule.original_share=0.5",
-                                  "llm.backend=openai", "llm.model=fake", "output.pictures=false",
-                                  "output.tensorboard=false"])
-    client = ScriptedClient(default=auto_reply(CrafterConfig))
-    run = EnvGenRun(cfg, tmp_path, llm_client=client)
+                          TINY + ["env=toy", "schedule.feedback=per_seed", "schedule.mixing=mixed",
+                                  "schedule.original_share=0.5", "llm.backend=openai", "llm.model=fake",
+                                  "output.pictures=false", "output.tensorboard=false"])
+    client = ScriptedClient(default=auto_reply(toy.config_cls))
+    run = EnvGenRun(cfg, tmp_path / "run", llm_client=client)
     report = run.run()
     assert report["llm_calls"] == 4 == len(client.calls)  # 2 designers x 2 cycles
     assert all(len(d["designers"]) == 2 for d in report["environments"])
@@ -372,24 +384,24 @@ def test_crafter_methods_compare_at_equal_steps():
     assert len(steps) == 10 and len(set(steps.values())) == 1, steps  # with plr, sfl, envgen_sfl and scripted
 
 
-def test_a_sweep_section_trains_every_combination_in_one_run(tmp_path):
+def test_a_sweep_section_trains_every_combination_in_one_run(toy, tmp_path):
     """`sweep: {lr: [...]}` x seeds: one vmapped run whose agents carry their own traced learning rate, reported
     per combination; bad sweep values are named by their path, and a study refuses a sweep."""
     from envgen_jax.study import resolve
     from envgen_jax.trainer.checkpoint import newest_checkpoint
     cfg = load_run_config(ROOT / "configs" / "smoke.yaml",
-                          TINY + ["method=ppo", "sweep.lr=[0.001, 0.003]", "sweep.ent_coef=[0.0, 0.01]",
+                          TINY + ["env=toy", "method=ppo", "sweep.lr=[0.001, 0.003]", "sweep.ent_coef=[0.0, 0.01]",
                                   "output.pictures=false", "output.tensorboard=false"])
     assert cfg.num_agents == 8 and cfg.agent_seeds == [0, 1] * 4
     assert cfg.agent_hparams == {"lr": [0.001] * 4 + [0.003] * 4, "ent_coef": [0.0, 0.0, 0.01, 0.01] * 2}
-    run = EnvGenRun(cfg, tmp_path)
+    run = EnvGenRun(cfg, tmp_path / "run")
     report = run.run()
     assert [p["settings"] for p in report["sweep"]] == [{"lr": 0.001, "ent_coef": 0.0}, {"lr": 0.001, "ent_coef": 0.01},
                                                         {"lr": 0.003, "ent_coef": 0.0}, {"lr": 0.003, "ent_coef": 0.01}]
     assert report["sweep"][3]["agents"] == ["lr 0.003, ent_coef 0.01, seed 0", "lr 0.003, ent_coef 0.01, seed 1"]
-    assert len(report["episodes_per_seed"]) == 8 and "sweep combinations" in (tmp_path / "report.md").read_text()
+    assert len(report["episodes_per_seed"]) == 8 and "sweep combinations" in (tmp_path / "run" / "report.md").read_text()
     bank, rows = run.method.bank_and_rows("final")
-    ts = run.trainer.restore(newest_checkpoint(tmp_path / "checkpoints"), bank, rows, seeds=cfg.agent_seeds)
+    ts = run.trainer.restore(newest_checkpoint(tmp_path / "run" / "checkpoints"), bank, rows, seeds=cfg.agent_seeds)
     np.testing.assert_allclose(ts.hparams.lr, cfg.agent_hparams["lr"], rtol=1e-6)
     np.testing.assert_allclose(ts.hparams.ent_coef, cfg.agent_hparams["ent_coef"])
     with pytest.raises(ConfigError, match=r"sweep.gamma: 1.5 is not in \[0, 1\]"):
