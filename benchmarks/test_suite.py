@@ -53,16 +53,16 @@ CHECKS = {
         "config read back",
     "tests/test_loop.py::test_per_seed_designers_and_mixed_slots":
         "feedback=per_seed with mixing=mixed: one designer per seed, each seed training on its own designer's rows "
-        "beside the original game's (its own chunk shapes: two designers' rows)",
+        "beside the original game's (on the toy game since this round: the loop's machinery, seconds to compile)",
     "tests/test_loop.py::test_a_sweep_section_trains_every_combination_in_one_run":
         "a sweep: section: 8 agents with their own traced learning rates and entropy coefficients in one vmapped "
-        "run, reported per combination, restored from the checkpoint; bad sweep values named",
+        "run, reported per combination, restored from the checkpoint; bad sweep values named (on the toy game)",
     "tests/test_loop.py::test_scripted_runs_through_the_loop_on_its_own_feedback":
         "method=scripted through the loop: cycle 2 targets cycle 1's weakest achievements (where a worker runs it "
         "first, it compiles the tiny run's programs the later runs reuse)",
     "tests/test_loop.py::test_smoke_config_with_the_offline_llm":
-        "configs/smoke.yaml as a user runs it, through the CLI at its own shapes, with the real offline LLM "
-        "(SmolLM2 through llama.cpp's server) writing both designs",
+        "configs/smoke.yaml as a user runs it, through the CLI (its agent and batch the golden runs', so it loads "
+        "their programs), with the real offline LLM (SmolLM2 through llama.cpp's server) writing both designs",
     "tests/test_ued.py::test_sfl_run_selects_and_records":
         "carries the module's SFL run (the learnability evaluator, the pool's reset and the sampled-row chunk): "
         "selections at the phase start and after refresh_updates, the kept rows the most learnable, top levels "
@@ -86,17 +86,28 @@ CHECKS = {
         "the prompt cache, the server stopped after",
     "tests/test_compile.py::test_a_second_run_compiles_nothing":
         "two CLI runs in fresh processes with the project's own cache folder: the run compiles exactly init, "
-        "chunk and evaluation, and the second run loads all three",
+        "chunk and evaluation, and the second run loads all three (on the toy game since this round)",
     "tests/test_crafter_pixels.py::test_conv_agent_trains_on_pixels":
-        "carries the module's conv_runs: the pixel conv agent trained in each execution mode (vmap, map, dense, "
-        "dense with seed 1), the only training on pixels; checks the vmapped run trains",
+        "carries the module's conv_run: the conv agent trained on Crafter's pixels (vmapped), the only training "
+        "on them; the execution modes (map, dense, dense with seed 1) train on a pixel probe since this round",
     "tests/test_trainer_crafter.py::test_ppo_learns_over_random_policy":
         "PPO on Crafter learns: 61k steps, the trained policy beats a random one on return and score (the only "
         "learning check on the real game)",
+    "tests/test_fused.py::test_fused_agents_equal_the_runs_alone":
+        "carries the module's fused_and_alone: ppo, envgen, random and scripted x 2 seeds as one fused run (8 "
+        "agents, one chunk program) against each method alone (the golden runs' programs): every evaluation, "
+        "design and metric equal, parameters and losses within the vmapped products' rounding",
+    "tests/test_fused.py::test_with_the_seeds_mapped_fused_equals_alone_bit_for_bit":
+        "the same study with execution.seed_axis: map (its own four programs: fused and alone, chunk and "
+        "evaluation): fused equals alone bit for bit, parameters and losses included",
+    "tests/test_fused.py::test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results":
+        "envgen-jax study --schedule fused through the CLI, killed with SIGKILL, then the same command: every "
+        "method's outputs equal the uninterrupted fused run's (the fixture's)",
     "tests/test_sharding.py::test_two_forced_devices_match_one[2]":
         "a chunk sharded over two forced CPU devices (split by seed) gives one device's results",
     "tests/test_sharding.py::test_two_forced_devices_match_one[1]":
-        "a chunk sharded over two forced CPU devices (split by env slot) gives one device's results",
+        "a chunk sharded over two forced CPU devices (split by env slot) gives one device's results (a bandit "
+        "probe since this round)",
 }
 
 
