@@ -154,8 +154,12 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
 
     tiny = PPOConfig.of(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
                                conv_channels=(4, 8), width=16, head_width=32)
-    trainer = make_trainer(pixel_env, tiny)
-    bank = make_params([CrafterConfig.original()])
+    # On a pixel probe of Crafter's picture size (the network's input and flattened sizes as on Crafter): what is
+    # tested is the preset's network and update, and Crafter's pixels train in test_conv_agent_trains_on_pixels.
+    height, width, _ = pixel_env.obs_shape
+    assert height == width
+    trainer = make_trainer(probes.PixelBanditEnv(size=height), tiny)
+    bank = probes.make_bank([1.0])
     rows = jnp.zeros(2, jnp.int32)
     ts = trainer.init(bank, rows, episodes=False)
     before = jax.tree.leaves(jax.device_get(ts.params))
