@@ -161,6 +161,19 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: -FILE_SECONDS.get(item.path.stem, 0))
 
 
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy game of tests/test_games.py: its package written to a folder on the path and its one registry line,
+    for this test only. Tests of machinery that does not depend on the game use it: its programs compile in seconds,
+    where Crafter's take a minute."""
+    from envgen_jax import games
+    from tests.test_games import write_toy_package
+    write_toy_package(tmp_path / "packages")
+    monkeypatch.syspath_prepend(str(tmp_path / "packages"))
+    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line
+    return games.get("toy")
+
+
 @pytest.fixture(scope="session")
 def crafter_env():
     return CrafterEnv()

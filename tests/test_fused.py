@@ -182,16 +182,24 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(fu
 
 
 @pytest.mark.slow
-def test_with_the_seeds_mapped_fused_equals_alone_bit_for_bit(tmp_path):
+def test_with_the_seeds_mapped_fused_equals_alone_bit_for_bit(toy, tmp_path):
     """execution.seed_axis: map runs each agent's update on its own (lax.map), the same program body at any agent
-    count: there the fused agents equal the runs alone exactly, parameters and losses included."""
-    settings = resolve(ROOT / "configs" / "smoke.yaml", METHODS, overrides=[*SETTINGS, "execution.seed_axis=map"])
-    fused = EnvGenRun.fused([(settings.run_config(m), tmp_path / "fused" / m) for m in METHODS], llm_client=_client())
+    count: there the fused agents equal the runs alone exactly, parameters and losses included. On the toy game (the
+    fused machinery is the game's business nowhere; Crafter's fused run is test_fused_agents_equal_the_runs_alone's):
+    its four programs (fused and alone, chunk and evaluation) compile in seconds."""
+    from envgen_jax.llm.testing import auto_reply
+    settings = resolve(ROOT / "configs" / "smoke.yaml", METHODS,
+                       overrides=[*SETTINGS, "env=toy", "execution.seed_axis=map"])
+    client = lambda: ScriptedClient(default=auto_reply(toy.config_cls))  # noqa: E731
+    fused = EnvGenRun.fused([(settings.run_config(m), tmp_path / "fused" / m) for m in METHODS], llm_client=client())
     fused.run()
     for m in METHODS:
-        alone = EnvGenRun(settings.run_config(m), tmp_path / "alone" / m, llm_client=_client())
+        alone = EnvGenRun(settings.run_config(m), tmp_path / "alone" / m, llm_client=client())
         alone.run()
         assert _outputs(tmp_path / "fused" / m) == _outputs(tmp_path / "alone" / m), m
         for x, y in zip(jax.tree.leaves(_final_params(fused, tmp_path / "fused" / m)),
                         jax.tree.leaves(_final_params(alone, tmp_path / "alone" / m))):
             np.testing.assert_array_equal(x, y)
+    # the methods did differ on the toy game too (else equal outputs would prove little)
+    assert _outputs(tmp_path / "fused" / "random")["designs"] != _outputs(tmp_path / "fused" / "envgen")["designs"]
+    assert _outputs(tmp_path / "fused" / "ppo")["metrics"] != _outputs(tmp_path / "fused" / "random")["metrics"]

@@ -160,15 +160,6 @@ def write_toy_package(folder: Path) -> Path:
     return package
 
 
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """The toy game's package written to a folder on the path, and its one registry line, for this test only."""
-    write_toy_package(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line
-    return games.get("toy")
-
-
 def test_the_registry_is_one_line_per_game_resolved_on_first_use():
     assert all(isinstance(entry, str) and entry.endswith(".game") for entry in games.GAMES.values())
     for name in ("crafter", "heist"):

@@ -314,18 +314,6 @@ def test_heist_runs_through_the_same_loop(tmp_path):
     assert load_run_config(tmp_path / "config.yaml") == cfg  # written as game_options: {mode: easy}, read back
 
 
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """The toy game of tests/test_games.py, registered for one test: the loop's machinery (per-seed designers, sweeps)
-    does not depend on the game, and the toy game's programs compile in seconds where Crafter's take a minute."""
-    from envgen_jax import games
-    from tests.test_games import write_toy_package
-    write_toy_package(tmp_path / "packages")
-    monkeypatch.syspath_prepend(str(tmp_path / "packages"))
-    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")
-    return games.get("toy")
-
-
 def test_per_seed_designers_and_mixed_slots(toy, tmp_path):
     cfg = load_run_config(ROOT / "configs" / "smoke.yaml",
                           TINY + ["env=toy", "schedule.feedback=per_seed", "schedule.mixing=mixed",
