@@ -113,6 +113,17 @@ class Member:
         self.records.truncate(self.state.metrics_lines)
         self.timing.start(resumed=self.resume_from is not None)  # hook (issue 44)
         self.checkpoints = Checkpoints(self.checkpoint_dir, keep=self.cfg.output.keep_checkpoints)
+        self.log.info(f"envgen-jax: {self.cfg.method} on {self.cfg.env}, {self.cfg.num_agents} agent(s), "
+                      f"{train_updates(self.plan) * self.cfg.steps_per_update:,} env steps per seed, output in "
+                      f"{self.out}")
+
+    def initial_train_state(self, trainer):
+        """This member's TrainState: restored from its checkpoint, or fresh (blank env slots: the first chunk
+        resets)."""
+        bank, rows = self.method.bank_and_rows(self.state_where())
+        if self.resume_from is not None:
+            return trainer.restore(self.resume_from, bank, rows, seeds=self.cfg.agent_seeds)
+        return trainer.init(bank, rows, seeds=self.cfg.agent_seeds, hparams=self.cfg.agent_hparams, episodes=False)
 
     def enter_phase(self, ts) -> None:
         """Before the first chunk of a training phase in this session: the method's hook, the phase's layout."""
@@ -230,6 +241,16 @@ def common_checkpoints(outs: list[Path]) -> list[Path | None]:
 def concatenated(trees: list):
     """Pytrees with a leading axis, concatenated along it on the host (no program compiled per leaf shape)."""
     return jax.tree.map(lambda *x: jax.device_put(np.concatenate([np.asarray(leaf) for leaf in x])), *trees)
+
+
+def lay_out(members: list[Member]) -> None:
+    """The members' places on the agent axis: member m's agents [m * S, (m + 1) * S), its bank rows after those of
+    the members before it (one member holds the whole axis)."""
+    if len(members) > 1:
+        seeds, offset = members[0].cfg.num_agents, 0
+        for i, m in enumerate(members):
+            m.agents, m.bank_offset = slice(i * seeds, (i + 1) * seeds), offset
+            offset += m.cfg.bank_rows
 
 
 def side_by_side(cfg, given: list[tuple[Member, tuple, Any]]):

@@ -40,7 +40,7 @@ from envgen_jax.trainer.layouts import draws_rows, layout, rows_axis
 from envgen_jax.trainer.encoders import make_network as build_network
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, Agent
-from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOConfig, TrainState, ValueNorm
+from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOAlgorithm, PPOConfig, TrainState, ValueNorm
 
 
 def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
@@ -82,6 +82,25 @@ def prng_key(seed: int) -> np.ndarray:
 def seed_keys(seeds: Sequence[int]) -> np.ndarray:
     """u32[S, 2]: jax.random.PRNGKey(seed) for each seed (host arrays: `prng_key`)."""
     return np.stack([prng_key(s) for s in seeds])
+
+
+def agent_hparams(ppo: PPOAlgorithm, values: dict | None = None, count: int | None = None) -> Hyperparams:
+    """Hyperparams for `count` agents (a leading axis), from the algorithm's settings `ppo` with `values`
+    overriding: each a number or a sequence of `count` numbers (one per agent)."""
+    values = dict(values or {})
+    unknown = sorted(set(values) - set(HYPERPARAMS))
+    if unknown:
+        raise ConfigError([f"hparams: {', '.join(unknown)} cannot vary per agent (one of {', '.join(HYPERPARAMS)})"],
+                          what="PPO settings")
+    out = {}
+    for name in HYPERPARAMS:
+        v = np.asarray(values.get(name, getattr(ppo, name)), np.float32)
+        if count is not None:
+            v = np.broadcast_to(v, (count,)) if v.ndim == 0 else v
+            if v.shape != (count,):
+                raise ConfigError([f"hparams.{name}: {v.shape[0]} values for {count} agents"], what="PPO settings")
+        out[name] = jax.device_put(np.ascontiguousarray(v))
+    return Hyperparams(**out)
 
 
 def make_network(env, cfg: PPOConfig) -> ActorCritic:
@@ -131,22 +150,8 @@ class Trainer:
         self.ahead = AheadOfTime()  # train_chunk programs compiled in a thread (`precompile_chunk`)
 
     def hparams(self, values: dict | None = None, count: int | None = None) -> Hyperparams:
-        """Hyperparams for `count` agents (a leading axis), from the config with `values` overriding: each a
-        number or a sequence of `count` numbers (one per agent)."""
-        values = dict(values or {})
-        unknown = sorted(set(values) - set(HYPERPARAMS))
-        if unknown:
-            raise ConfigError([f"hparams: {', '.join(unknown)} cannot vary per agent (one of {', '.join(HYPERPARAMS)})"],
-                              what="PPO settings")
-        out = {}
-        for name in HYPERPARAMS:
-            v = np.asarray(values.get(name, getattr(self.cfg.ppo, name)), np.float32)
-            if count is not None:
-                v = np.broadcast_to(v, (count,)) if v.ndim == 0 else v
-                if v.shape != (count,):
-                    raise ConfigError([f"hparams.{name}: {v.shape[0]} values for {count} agents"], what="PPO settings")
-            out[name] = jax.device_put(np.ascontiguousarray(v))
-        return Hyperparams(**out)
+        """Hyperparams for `count` agents from the config's, `values` overriding (`agent_hparams`)."""
+        return agent_hparams(self.cfg.ppo, values, count)
 
     def agent_state(self, state) -> TrainState:
         return state
@@ -242,15 +247,8 @@ class Trainer:
         return self.ppo.update(state, bank, rows)
 
     def _chunk_one(self, state, bank, rows, num_updates: int):
-        num_rows = bank.num_rows
-        acc0 = RowStats.zeros(num_rows, len(self.achievement_names))
-
-        def body(carry, _):
-            state, acc = carry
-            state, out = self._update(state, bank, rows)
-            return (state, acc + row_stats_from_steps(out.infos, num_rows)), out.losses
-
-        (state, acc), losses = jax.lax.scan(body, (state, acc0), None, length=num_updates)
+        state, acc, losses = updates_scanned(self._update, state, bank, rows, num_updates,
+                                             len(self.achievement_names))
         ts = self.agent_state(state)
         return state, ChunkMetrics(rows=acc, losses=losses, env_steps=ts.env_steps, update_step=ts.update_step)
 
@@ -289,6 +287,20 @@ class Trainer:
         args = _chunk_arguments(ts, bank, rows, reset)
         compiled = self.ahead.get(args, {"num_updates": num_updates})
         return compiled(*args) if compiled is not None else self._chunk_jit(*args, num_updates=num_updates)
+
+
+def updates_scanned(update, state, bank, rows, num_updates: int, num_achievements: int):
+    """`num_updates` calls of `update` (state, bank, rows) -> (state, UpdateOut) in one scan: (state, the episodes'
+    RowStats [K] summed, LossStats [num_updates])."""
+
+    def body(carry, _):
+        state, acc = carry
+        state, out = update(state, bank, rows)
+        return (state, acc + row_stats_from_steps(out.infos, bank.num_rows)), out.losses
+
+    (state, acc), losses = jax.lax.scan(body, (state, RowStats.zeros(bank.num_rows, num_achievements)), None,
+                                        length=num_updates)
+    return state, acc, losses
 
 
 def _reset_where(reset_one, state, bank, rows, flag):
