@@ -47,10 +47,10 @@ def test_a_run_looks_its_method_up_in_one_place():
 # -- layers and sizes (issue 55) -----------------------------------------------------------------------------------
 # The package's layers, lowest first (docs/package.md, "Layers"): a module imports only from its own layer or those
 # below it. `llm` sits below `envs` because it is generic over games (it takes a game's EnvSpec, never a name) while
-# each game declares its targeting map in llm's vocabulary (`llm.targeting`); `report` sits below `methods` and `run`
-# because the design step reads a run's learning from it; `run_config` above `methods` because a run's configuration
-# validates the method's own settings. `envgen_jax` is the package's own __init__.
-LAYERS = ("schema", "config_io", "llm", "envs", "games", "trainer", "report", "methods", "run_config", "run", "study",
+# each game declares its targeting map in llm's vocabulary (`llm.targeting`); `report` sits above `methods` because it
+# shows what the design step reads (`methods.learning`), below `run`, which writes it; `run_config` above `methods`
+# because a run's configuration validates the method's own settings. `envgen_jax` is the package's own __init__.
+LAYERS = ("schema", "config_io", "llm", "envs", "games", "trainer", "methods", "report", "run_config", "run", "study",
           "cli", "envgen_jax")
 
 # The game's design space is the flat list of settings the LLM writes (the paper's prompts, the JSON schema, every
