@@ -34,10 +34,10 @@ def _ms(values) -> tuple[float, float]:
 
 
 def evaluation_score(entry: dict, game) -> dict:
-    """An evaluation's (a loop state's `evals` entry) score under the game's own name: {"mean", "std", "per_seed"}.
-    A Crafter evaluation keeps the paper's name (crafter_score_mean, ...), another game's is score_mean, ...; an
-    older run scored every game with the Crafter formula, so another game's score is computed again from the
-    evaluation's success rates per seed."""
+    """An evaluation's score under the game's own name, from its JSON (`run.loop_state.Evaluation.to_dict`, as
+    report.json holds it): {"mean", "std", "per_seed"}. A Crafter evaluation keeps the paper's name
+    (crafter_score_mean, ...), another game's is score_mean, ...; an older run scored every game with the Crafter
+    formula, so another game's score is computed again from the evaluation's success rates per seed."""
     key = game.score_key
     if f"{key}_mean" in entry:
         return {"mean": entry[f"{key}_mean"], "std": entry[f"{key}_std"], "per_seed": entry[f"{key}_per_seed"]}
@@ -78,7 +78,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
     `phases` seconds (`envgen_jax.run.compile_record.RunTiming.report_fields`). Returns the report dict."""
     out, names, game = Path(out), list(names), games.get(cfg.env)
     summary = scored_summary(state.scored, names, cfg.env)
-    final_eval = next((e for e in reversed(state.evals) if e.get("final")), None)
+    final_eval = next((e for e in reversed(state.evals) if e.final), None)
     report = {
         "method": cfg.method, "env": cfg.env, "seeds": cfg.seeds, "first_seed": cfg.seed,
         **summary,
@@ -91,8 +91,8 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         "env_steps": state.env_steps,
         "scored_env_steps": scored_env_steps,
         "wall_seconds": wall_seconds,
-        "final_evaluation": final_eval,
-        "cycle_evaluations": [e for e in state.evals if not e.get("final")],
+        "final_evaluation": final_eval and final_eval.to_dict(),
+        "cycle_evaluations": [e.to_dict() for e in state.evals if not e.final],
         "environments": state.designs,
         "environment_learning": environment_learning(state, names),
     }
@@ -124,7 +124,7 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
     target_map = games.get(config_cls.ENV_NAME).targeting
     out = []
     designs = {d["cycle"]: d for d in state.designs}
-    evals = {e["cycle"]: e for e in state.evals if not e.get("final")}
+    evals = {e.cycle: e for e in state.evals if not e.final}
     quarter = max(1, -(-len(names) // 4))
     original = config_cls.original()
     for cycle in sorted(designs):
@@ -133,8 +133,8 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
         feedback = evals[cycle - 1]
         rows = []
         for d, designer in enumerate(designs[cycle]["designers"]):
-            rates = ([nan_to_zero(feedback["success_mean"][n]) for n in names] if num_designers == 1
-                     else [nan_to_zero(v) for v in feedback["success_per_seed"][d]])
+            rates = ([nan_to_zero(feedback.success_mean[n]) for n in names] if num_designers == 1
+                     else [nan_to_zero(v) for v in feedback.success_per_seed[d]])
             weakest = [names[i] for i in np.argsort(rates, kind="stable")[:quarter]]
             configs = [config_cls.from_dict(c) for c in designer["configs"]]
             before = [config_cls.from_dict(c) for c in designs[cycle - 1]["designers"][d]["configs"]]
@@ -323,9 +323,9 @@ def plot_run(out: Path, state, names, cycles: int) -> list[str]:
         fig, ax = plt.subplots(figsize=(12, 4.5))
         width = 0.8 / len(state.evals)
         for i, e in enumerate(state.evals):
-            vals = [100 * (e["success_mean"].get(n) or 0.0) for n in order]
-            errs = [100 * (e["success_std"].get(n) or 0.0) for n in order]
-            label = "final" if e.get("final") else f"after cycle {e['cycle'] + 1}"
+            vals = [100 * (e.success_mean.get(n) or 0.0) for n in order]
+            errs = [100 * (e.success_std.get(n) or 0.0) for n in order]
+            label = "final" if e.final else f"after cycle {e.cycle + 1}"
             ax.bar(np.arange(len(order)) + i * width, vals, width, yerr=errs, label=label, capsize=1.5)
         ax.set_yscale("symlog", linthresh=1.0)
         ax.set_ylim(0, 100)

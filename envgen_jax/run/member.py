@@ -31,8 +31,9 @@ from envgen_jax.report import write_report
 from envgen_jax.run.compile_record import RunTiming
 from envgen_jax.run.design_step import DesignStep
 from envgen_jax.run.distributed import files_dir, from_lead, shared
-from envgen_jax.run.log import RunLog, nan_to_none
-from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
+from envgen_jax.run.log import RunLog
+from envgen_jax.run.loop_state import (Evaluation, LoopState, accumulate_env_learning, add_stats, chunk_record,
+                                       load_loop_state)
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, train_updates
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata
@@ -172,9 +173,8 @@ class Member:
     def evaluated(self, stats, cycle: int) -> None:
         """Book an evaluation in the original game (this member's host RowStats [S, K])."""
         report = report_from_stats(stats, self.env.achievement_names, [ORIGINAL_ROW], game=self.game)
-        entry = {"cycle": cycle, "final": cycle == self.cfg.schedule.cycles, "env_steps": self.state.env_steps,
-                 **report.to_dict(), "success_per_seed": nan_to_none(report.success)}
-        self.state.evals.append(entry)
+        self.state.evals.append(Evaluation.of(report, cycle, final=cycle == self.cfg.schedule.cycles,
+                                              env_steps=self.state.env_steps))
         self.records.evaluation(self.state.env_steps, report)
         self.advance()
 
@@ -186,7 +186,7 @@ class Member:
             self.state.checkpoints += 1
             self.state.method = self.method.state_dict()
             return self.checkpoints.save(self.state.checkpoints, self.train_state(ts), metadata={
-                "loop": dataclasses.asdict(self.state), "reason": reason})
+                "loop": self.state.to_dict(), "reason": reason})
 
     def close(self) -> None:
         self.timing.stop()  # hook (issue 44)
