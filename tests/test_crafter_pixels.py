@@ -14,9 +14,11 @@ from craftax.craftax_classic.envs.craftax_state import EnvParams
 
 from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, config_to_params, make_params
 from envgen_jax.trainer.metrics import to_host
-from envgen_jax.trainer.ppo import PPOConfig
+from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig
+from envgen_jax.trainer.encoders import ConvNet, NetworkConfig
 from envgen_jax.trainer.factory import make_trainer
 from tests.conftest import random_actions
+from tests.trainer_configs import with_encoder, with_ppo
 
 STEPS = 12
 
@@ -63,9 +65,10 @@ def conv_runs(pixel_env):
     rows = jnp.array([0, 1, 0, 1], jnp.int32)
     out = {}
     for how, seeds in (("vmap", None), ("map", None), ("dense", None), ("dense", [1])):
-        cfg = PPOConfig.of(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
-                        conv_channels=(8, 8), num_seeds=2, seed_axis="vmap" if how == "dense" else how,
-                        conv_as_matmul=how == "dense")
+        cfg = TrainerConfig(PPOAlgorithm(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2),
+                            NetworkConfig(kind="conv", conv=ConvNet(width=32, channels=(8, 8))),
+                            ExecutionConfig(seed_axis="vmap" if how == "dense" else how, conv_as_matmul=how == "dense"),
+                            num_seeds=2)
         trainer = make_trainer(pixel_env, cfg)
         # blank slots, filled by the chunk's reset: no world in the init
         ts = trainer.init(bank, rows, seeds=seeds, episodes=False)
@@ -134,8 +137,8 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
         ("conv", (64, 128, 128), 2, True, 256, 1024)
     assert 3.8e6 < parameter_count(RunParts.of(cfg)) < 4.2e6  # the paper: "about 4M"
 
-    tiny = PPOConfig.of(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
-                               conv_channels=(4, 8), width=16, head_width=32)
+    tiny = with_encoder(with_ppo(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1),
+                        channels=(4, 8), width=16, head_width=32)
     trainer = make_trainer(pixel_env, tiny)
     bank = make_params([CrafterConfig.original()])
     rows = jnp.zeros(2, jnp.int32)

@@ -1,6 +1,6 @@
 """PPO in one jit-compiled training chunk, with independent agents (seeds) vmapped.
 
-    trainer = make_trainer(env, PPOConfig(...))        # trainer.factory
+    trainer = make_trainer(env, TrainerConfig(...))        # trainer.factory
     ts = trainer.init(bank, rows)                      # TrainState, leading seed axis [S] on every leaf
     ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=8)   # jitted; `ts` is donated
     host = to_host(metrics)                            # ChunkMetrics: RowStats [S, K], LossStats [S, U]
@@ -15,7 +15,7 @@ EnvGen LLM step goes there). With a level sampler (robust PLR) `make_trainer` gi
   episode's row drawn from probs) are traced arguments: new values never recompile; a new K or N does (it changes
   shapes). Per-seed configs (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing
   into each seed's block.
-* `PPOConfig` is static (frozen, hashable): shapes, loop sizes and switches are part of the compiled program, so a
+* `TrainerConfig` is static (frozen, hashable): shapes, loop sizes and switches are part of the compiled program, so a
   new config compiles a new trainer. The per-agent numbers (`ppo.Hyperparams`: lr, gamma, ...) are traced values in
   the TrainState, taken from the config unless `init(hparams=...)` gives others.
 * Seeds: seed `s` starts from `jax.random.PRNGKey(s)`; `init(seeds=[3])` trains exactly the agent that is row i of
@@ -40,10 +40,10 @@ from envgen_jax.trainer.layouts import draws_rows, layout, rows_axis
 from envgen_jax.trainer.encoders import make_network as build_network
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, Agent
-from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOAlgorithm, PPOConfig, TrainState, ValueNorm
+from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOAlgorithm, TrainerConfig, TrainState, ValueNorm
 
 
-def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
+def default_vecenv(env, cfg: TrainerConfig, num_envs: int) -> VecEnv:
     return VecEnv(env, num_envs, cfg.execution.resets_per_step)
 
 
@@ -103,13 +103,13 @@ def agent_hparams(ppo: PPOAlgorithm, values: dict | None = None, count: int | No
     return Hyperparams(**out)
 
 
-def make_network(env, cfg: PPOConfig) -> ActorCritic:
+def make_network(env, cfg: TrainerConfig) -> ActorCritic:
     """The actor-critic of `cfg.network` for `env`'s observations (ConfigError where its encoder cannot read them)."""
     return build_network(env, cfg.network, cfg.execution.compute_dtype, cfg.execution.conv_as_matmul)
 
 
 class Trainer:
-    """PPO trainer for one env and one static PPOConfig. Build with `factory.make_trainer(env, cfg)`.
+    """PPO trainer for one env and one static TrainerConfig. Build with `factory.make_trainer(env, cfg)`.
 
     Public:
       init(bank, rows, seeds=None, hparams=None, episodes=True) -> TrainState  (jitted; episodes=False: blank
@@ -129,7 +129,7 @@ class Trainer:
     Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
     """
 
-    def __init__(self, env, cfg: PPOConfig, venv=None):
+    def __init__(self, env, cfg: TrainerConfig, venv=None):
         self.env, self.cfg = env, cfg
         self.venv = venv if venv is not None else default_vecenv(env, cfg, cfg.ppo.num_envs)
         self.obs_shape, self.num_actions = tuple(env.obs_shape), int(env.num_actions)
