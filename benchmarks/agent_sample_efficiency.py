@@ -46,8 +46,8 @@ from envgen_jax.envs.crafter.env import CrafterEnv, make_params  # noqa: E402
 from envgen_jax.run.provenance import environment  # noqa: E402
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint  # noqa: E402
 from envgen_jax.trainer.metrics import crafter_score, mean_or_nan, to_host  # noqa: E402
-from envgen_jax.trainer.encoders import DrawnNet, NetworkConfig  # noqa: E402
-from envgen_jax.trainer.ppo import PPOConfig  # noqa: E402
+from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig  # noqa: E402
+from envgen_jax.trainer.encoders import ConvNet, DrawnNet, MapNet, MLPNet, NetworkConfig  # noqa: E402
 from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
 NAME = "agent_sample_efficiency"
@@ -56,104 +56,118 @@ WINDOWS = {"first_0.5M": (0, 500_000), "first_1M": (0, 1_000_000), "scored_1M": 
 CURVE_BIN = 100_000  # the learning curve: score of the episodes finished in each 0.1M-step bin
 
 # The agent of the first CPU study (configs/study_cpu.yaml before this benchmark): Craftax_Baselines' settings.
-STUDY_V1 = dict(num_envs=128, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8,
-                clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=1.0, lr=2e-4, width=128, depth=2,
-                activation="tanh", resets_per_step=2)
+STUDY_V1 = TrainerConfig(PPOAlgorithm(num_envs=128, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.99,
+                                      gae_lambda=0.8, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=1.0,
+                                      lr=2e-4),
+                         NetworkConfig(mlp=MLPNet(width=128, depth=2, activation="tanh")),
+                         ExecutionConfig(resets_per_step=2))
 # Low-sample PPO: the settings of the paper's agent (Moon et al.'s AD repo) and Dedieu et al.'s model-free baseline
 # where they agree (gamma .95 / lambda .65 vs .925 / .625; constant lr 3e-4 vs 4.5e-4; grad clip .5; per-rollout
 # advantage normalisation; normalised value targets; LayerNorm; ReLU), with more updates per env step than the
 # study's agent (64 envs x 64 steps: 478 updates in 1.96M steps, about Dedieu's 217 per 1M; 4 epochs x 8
 # minibatches, Dedieu's).
-LOW_SAMPLE = dict(num_envs=64, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.95, gae_lambda=0.65,
-                  clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, lr=3e-4, adv_norm="batch",
-                  clip_value=False, value_norm=True, width=256, depth=2, activation="relu", layer_norm=True,
-                  resets_per_step=1)
+LOW_MLP = dict(width=256, depth=2, activation="relu", layer_norm=True)  # its MLPs (the map encoder's too)
+LOW_SAMPLE = TrainerConfig(PPOAlgorithm(num_envs=64, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.95,
+                                        gae_lambda=0.65, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5,
+                                        lr=3e-4, adv_norm="batch", clip_value=False, value_norm=True),
+                           NetworkConfig(mlp=MLPNet(**LOW_MLP)), ExecutionConfig(resets_per_step=1))
+GRU = dict(recurrent="gru", memory_size=256)
+MAP = NetworkConfig(kind="map", map=MapNet(**LOW_MLP))
+RESMAP = dict(kind="map", map=MapNet(**LOW_MLP, channels=(32,), res_blocks=2))  # a residual conv encoder
+
+
+def changed(base: TrainerConfig, network: NetworkConfig | None = None, execution: dict | None = None,
+            **algorithm) -> TrainerConfig:
+    """`base` with another network, these execution settings and these settings of its algorithm."""
+    return dataclasses.replace(base, ppo=dataclasses.replace(base.ppo, **algorithm), network=network or base.network,
+                               execution=dataclasses.replace(base.execution, **(execution or {})))
+
 
 # The second round's best (lowsample_mlp_gru with 32 envs x 128-step sequences), base of the third round.
-SEQ128 = {**LOW_SAMPLE, "num_envs": 32, "num_steps": 128, "recurrent": "gru", "memory_size": 256}
+SEQ128 = changed(LOW_SAMPLE, NetworkConfig(mlp=MLPNet(**LOW_MLP), **GRU), num_envs=32, num_steps=128)
 
 RECIPES: dict[str, dict] = {
-    "baseline_study": {"ppo": STUDY_V1, "why": "the first CPU study's agent (Craftax_Baselines' settings, 2 x 128)"},
-    "lowsample_mlp": {"ppo": LOW_SAMPLE, "why": "low-sample PPO settings, flat MLP (2 x 256, LayerNorm, ReLU)"},
-    "lowsample_map": {"ppo": {**LOW_SAMPLE, "network": "map"},
+    "baseline_study": {"agent": STUDY_V1, "why": "the first CPU study's agent (Craftax_Baselines' settings, 2 x 128)"},
+    "lowsample_mlp": {"agent": LOW_SAMPLE, "why": "low-sample PPO settings, flat MLP (2 x 256, LayerNorm, ReLU)"},
+    "lowsample_map": {"agent": changed(LOW_SAMPLE, MAP),
                       "why": "as lowsample_mlp, with a 3x3 conv (32, 32) over the 7 x 9 local map"},
-    "lowsample_mlp_gru": {"ppo": {**LOW_SAMPLE, "recurrent": "gru", "memory_size": 256},
+    "lowsample_mlp_gru": {"agent": changed(LOW_SAMPLE, NetworkConfig(mlp=MLPNet(**LOW_MLP), **GRU)),
                           "why": "as lowsample_mlp, with a shared Dense(256) embedding and a GRU (256), trained on "
                                  "whole 64-step sequences"},
-    "lowsample_map_gru": {"ppo": {**LOW_SAMPLE, "network": "map", "recurrent": "gru", "memory_size": 256},
+    "lowsample_map_gru": {"agent": changed(LOW_SAMPLE, dataclasses.replace(MAP, **GRU)),
                           "why": "as lowsample_map, with a GRU (256) over the encoder, trained on whole 64-step "
                                  "sequences (Dedieu et al.'s model-free agent: conv encoder + GRU)"},
-    "lowsample_mlp_32envs": {"ppo": {**LOW_SAMPLE, "num_envs": 32},
+    "lowsample_mlp_32envs": {"agent": changed(LOW_SAMPLE, num_envs=32),
                              "why": "as lowsample_mlp with 32 envs x 64 steps: twice the updates per env step (957 "
                                     "in 1.96M steps), minibatches of 256"},
-    "lowsample_mlp_no_vnorm_ln": {"ppo": {**LOW_SAMPLE, "value_norm": False, "layer_norm": False},
-                                  "why": "ablation: lowsample_mlp without value normalisation and LayerNorm"},
-    "lowsample_mlp_gamma": {"ppo": LOW_SAMPLE, "grid": {"gamma": [0.95, 0.99], "gae_lambda": [0.65, 0.8]},
+    "lowsample_mlp_no_vnorm_ln": {
+        "agent": changed(LOW_SAMPLE, NetworkConfig(mlp=MLPNet(**{**LOW_MLP, "layer_norm": False})), value_norm=False),
+        "why": "ablation: lowsample_mlp without value normalisation and LayerNorm"},
+    "lowsample_mlp_gamma": {"agent": LOW_SAMPLE, "grid": {"gamma": [0.95, 0.99], "gae_lambda": [0.65, 0.8]},
                             "why": "traced-hyperparameter grid in one compile: (gamma, lambda) = (.95, .65) and "
                                    "(.99, .8), each with every seed"},
     # Second round (issue 42): structure. The map seen as an image by a residual conv stack at full 7 x 9
     # resolution (patches + Dense convs: fast under vmap on XLA:CPU; 32 channels: at 64 the encoder ran 22x slower
     # than the MLP on this CPU), with and without memory over it; memory over
     # longer sequences; then the step size on the finalists.
-    "lowsample_resmap": {"ppo": {**LOW_SAMPLE, "network": "map", "map_channels": (32,), "map_res_blocks": 2},
+    "lowsample_resmap": {"agent": changed(LOW_SAMPLE, NetworkConfig(**RESMAP)),
                          "why": "as lowsample_mlp, with a residual conv encoder over the 7 x 9 map: 3x3 conv (32), "
                                 "two pre-activation residual blocks (LayerNorm, ReLU, 3x3 conv x 2), flattened "
                                 "with the inventory into Dense(256)"},
-    "lowsample_resmap_gru": {"ppo": {**LOW_SAMPLE, "network": "map", "map_channels": (32,), "map_res_blocks": 2,
-                                     "recurrent": "gru", "memory_size": 256},
+    "lowsample_resmap_gru": {"agent": changed(LOW_SAMPLE, NetworkConfig(**RESMAP, **GRU)),
                              "why": "as lowsample_resmap, with a GRU (256) over the encoder (heads see [features, "
                                     "GRU]), trained on whole 64-step sequences from the stored state"},
-    "lowsample_mlp_gru_seq128": {"ppo": SEQ128,
+    "lowsample_mlp_gru_seq128": {"agent": SEQ128,
                                  "why": "as lowsample_mlp_gru with 32 envs x 128 steps: the same batch, sequences "
                                         "twice as long for backpropagation through time"},
-    "lowsample_resmap_lr": {"ppo": {**LOW_SAMPLE, "network": "map", "map_channels": (32,), "map_res_blocks": 2},
+    "lowsample_resmap_lr": {"agent": changed(LOW_SAMPLE, NetworkConfig(**RESMAP)),
                             "grid": {"lr": [1.5e-4, 6e-4]},
                             "why": "lowsample_resmap's step size: lr 1.5e-4 and 6e-4 in one compile (3e-4 is "
                                    "lowsample_resmap itself)"},
-    "lowsample_resmap_epochs2": {"ppo": {**LOW_SAMPLE, "network": "map", "map_channels": (32,),
-                                         "map_res_blocks": 2, "update_epochs": 2},
+    "lowsample_resmap_epochs2": {"agent": changed(LOW_SAMPLE, NetworkConfig(**RESMAP), update_epochs=2),
                                  "why": "as lowsample_resmap with 2 epochs per rollout (a smaller step per update)"},
     # Third round (issue 42): the step size of the second round's best (lowsample_mlp_gru_seq128, 12.4 scored; it
     # ran at approximate KL 0.06-0.07 per minibatch late in training): learning rate and clip range in one traced
     # grid, then a KL limit per update (ppo.target_kl: static, one program each).
-    "seq128_step": {"ppo": SEQ128, "grid": {"lr": [1.5e-4, 6e-4, 3e-4, 3e-4], "clip_eps": [0.2, 0.2, 0.1, 0.3]},
+    "seq128_step": {"agent": SEQ128, "grid": {"lr": [1.5e-4, 6e-4, 3e-4, 3e-4], "clip_eps": [0.2, 0.2, 0.1, 0.3]},
                     "why": "lowsample_mlp_gru_seq128's step size in one compile: lr 1.5e-4 and 6e-4 (clip .2), "
                            "clip .1 and .3 (lr 3e-4)"},
-    "seq128_kl01": {"ppo": {**SEQ128, "target_kl": 0.01},
+    "seq128_kl01": {"agent": changed(SEQ128, target_kl=0.01),
                     "why": "lowsample_mlp_gru_seq128 with a KL limit per update: target_kl .01 (stop at 0.015)"},
-    "seq128_kl03": {"ppo": {**SEQ128, "target_kl": 0.03},
+    "seq128_kl03": {"agent": changed(SEQ128, target_kl=0.03),
                     "why": "lowsample_mlp_gru_seq128 with a KL limit per update: target_kl .03 (stop at 0.045)"},
-    "seq128_epochs8_kl02": {"ppo": {**SEQ128, "update_epochs": 8, "target_kl": 0.02},
+    "seq128_epochs8_kl02": {"agent": changed(SEQ128, update_epochs=8, target_kl=0.02),
                             "why": "lowsample_mlp_gru_seq128 with twice the epochs per rollout (8), held by a KL "
                                    "limit (target_kl .02, stop at 0.03): more reuse of each sample, a bounded step"},
     # Issue 56's ladder: one difference at a time from the symbolic default (lowsample_mlp) toward the paper's pixel
     # agent (configs/crafter_ppo_paper_agent.yaml); docs/agent.md has the table.
-    "ladder_rollout": {"ppo": {**LOW_SAMPLE, "num_envs": 8, "num_steps": 512, "update_epochs": 3},
+    "ladder_rollout": {"agent": changed(LOW_SAMPLE, num_envs=8, num_steps=512, update_epochs=3),
                        "why": "ladder rung 1: lowsample_mlp with the paper's rollout shape and epochs (8 envs x 512 "
                               "steps, 3 epochs x 8 minibatches)"},
     # The other rungs keep LOW_SAMPLE's PPO and change the network (and, last, the observation). The conv rungs run
     # their 3x3 convolutions as patches x kernel (execution.conv_as_matmul): vmapped over seeds, XLA:CPU makes
     # grouped convolutions of nn.Conv, many times slower than these batched matrix products.
-    "ladder_trunk": {"ppo": {**LOW_SAMPLE, "network": "trunk"},
+    "ladder_trunk": {"agent": changed(LOW_SAMPLE, NetworkConfig(kind="trunk")),
                      "why": "ladder rung 2: lowsample_mlp with the paper's trunk and shared heads on the flat vector "
                             "(LayerNorm -> Dense 256 -> ReLU -> LayerNorm -> Dense 1024 -> ReLU -> policy and value "
                             "heads, network.kind trunk; 629,396 parameters)"},
-    "ladder_grid": {"ppo": {**LOW_SAMPLE, "network": "grid", "conv_as_matmul": True},
+    "ladder_grid": {"agent": changed(LOW_SAMPLE, NetworkConfig(kind="grid"), {"conv_as_matmul": True}),
                     "why": "ladder rung 3: the paper's encoder on the symbolic grid: the 7 x 9 x 21 map through "
                            "IMPALA stacks with GroupNorm (32, 64, 64; 2 residual blocks each; SAME pools 7x9 -> 4x5 "
                            "-> 2x3 -> 1x2), the rest of the vector joined before rung 2's trunk (network.kind grid; "
                            "716,606 parameters); conv_as_matmul: the convolutions as batched matrix products"},
     # Drawn at 3 x 3 pixels a cell (21 x 27): at the 49 x 63 of cell 7 (the pixel view's scale) a CPU trained 16 env
     # steps/s, about 17 hours for the rung's 2 x 0.5M; at cell 3 the convolutions cost about a quarter.
-    "ladder_drawn": {"ppo": {**LOW_SAMPLE, "network": NetworkConfig(kind="drawn", drawn=DrawnNet(cell=3)),
-                             "conv_as_matmul": True},
+    "ladder_drawn": {"agent": changed(LOW_SAMPLE, NetworkConfig(kind="drawn", drawn=DrawnNet(cell=3)),
+                                     {"conv_as_matmul": True}),
                      "why": "ladder rung 4: the symbolic map drawn as a 21 x 27 x 3 image (each cell a 3 x 3 patch of "
                             "a fixed colour per block and mob) through the pixel network's structure at (16, 32, 32) "
                             "channels (GroupNorm, 2 residual blocks a stack), the rest of the vector joined before "
                             "the trunk (network.kind drawn, network.drawn.cell 3; 485,534 parameters); "
                             "conv_as_matmul: the convolutions as batched matrix products"},
-    "ladder_pixels_narrow": {"ppo": {**LOW_SAMPLE, "network": "conv", "conv_channels": (16, 32, 32),
-                                     "conv_norm": True, "head_width": 1024, "conv_as_matmul": True},
+    "ladder_pixels_narrow": {"agent": changed(LOW_SAMPLE, NetworkConfig(kind="conv", conv=ConvNet(
+                                 channels=(16, 32, 32), norm=True, width=256, head_width=1024)),
+                                 {"conv_as_matmul": True}),
                              "observation": "pixels",
                              "why": "ladder rung 5: pixel observations (63 x 63 x 3) through a narrower copy of the "
                                     "paper's network: IMPALA (16, 32, 32) with GroupNorm, LayerNorm -> Dense 256 -> "
@@ -163,10 +177,10 @@ RECIPES: dict[str, dict] = {
 
 
 # ---------------------------------------------------------------------------------------------------- running
-def recipe_config(name: str, seeds: int) -> tuple[PPOConfig, list[int], dict[str, list[float]]]:
-    """(the PPOConfig, one seed per agent, the traced hyperparameters per agent) of a recipe."""
+def recipe_config(name: str, seeds: int) -> tuple[TrainerConfig, list[int], dict[str, list[float]]]:
+    """(the TrainerConfig, one seed per agent, the traced hyperparameters per agent) of a recipe."""
     recipe = RECIPES[name]
-    cfg = PPOConfig.of(**recipe["ppo"])
+    cfg = recipe["agent"]
     grid = recipe.get("grid", {})
     points = max((len(v) for v in grid.values()), default=1)
     agent_seeds = [s for _ in range(points) for s in range(seeds)]

@@ -36,7 +36,7 @@ from benchmarks.common import git_commit  # noqa: E402
 from envgen_jax.envs.crafter.config import CrafterConfig  # noqa: E402
 from envgen_jax.envs.crafter.env import CrafterEnv, make_params  # noqa: E402
 from envgen_jax.envs.vector import VecEnv  # noqa: E402
-from envgen_jax.trainer.ppo import PPOConfig  # noqa: E402
+from envgen_jax.trainer.config import ExecutionConfig, TrainerConfig  # noqa: E402
 from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -103,7 +103,16 @@ def bench_env_only(env, n: int, num_steps: int, bank, rows, repeats: int, resets
     return compile_s, times, num_steps * n
 
 
-def bench_train(env, cfg: PPOConfig, updates: int, banks: dict, rows, repeats: int, on_compiled=None):
+def craftax_baseline(num_envs: int, num_steps: int, width: int, resets_per_step: int) -> TrainerConfig:
+    """Craftax_Baselines' agent (`TrainerConfig.craftax_baseline`) at these sizes, its lr annealed over 1e6 updates."""
+    base = TrainerConfig.craftax_baseline()
+    ppo = dataclasses.replace(base.ppo, num_envs=num_envs, num_steps=num_steps, total_updates=10 ** 6,
+                              num_minibatches=min(8, num_envs * num_steps))
+    network = dataclasses.replace(base.network, mlp=dataclasses.replace(base.network.mlp, width=width))
+    return TrainerConfig(ppo, network, ExecutionConfig(resets_per_step=resets_per_step))
+
+
+def bench_train(env, cfg: TrainerConfig, updates: int, banks: dict, rows, repeats: int, on_compiled=None):
     trainer = make_trainer(env, cfg)
     first = next(iter(banks.values()))
     ts = trainer.init(first, rows)
@@ -142,9 +151,7 @@ def run(env_counts=(1024, 2048, 4096, 8192, 16384), num_steps: int = 64, updates
     results = []
     for n in env_counts:
         rows = jnp.asarray(np.arange(n) * k // n, jnp.int32)  # contiguous blocks of n / k envs per row
-        cfg = PPOConfig.craftax_baseline(num_envs=n, num_steps=num_steps, width=width,
-                                         total_updates=10 ** 6, resets_per_step=resets_per_step,
-                                         num_minibatches=min(8, n * num_steps))
+        cfg = craftax_baseline(n, num_steps, width, resets_per_step)
         sps = lambda steps, ts: steps / min(ts)  # noqa: E731
         env_compile, env_times, env_steps = bench_env_only(env, n, num_steps, het, rows, repeats, resets_per_step)
         env_only = {"compile_s": env_compile, "times_s": env_times, "sps": sps(env_steps, env_times),

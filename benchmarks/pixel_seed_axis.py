@@ -14,6 +14,7 @@ compiles, kept nothing). The JSON is rewritten after every call.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -50,7 +51,6 @@ def main(argv=None) -> dict:
     from envgen_jax import games
     from envgen_jax.envs.crafter import CrafterConfig, make_params
     from envgen_jax.run_config import load_run_config
-    from envgen_jax.trainer.config import TrainerConfig
     from envgen_jax.trainer.factory import make_trainer
 
     cfg = load_run_config(CONFIG, [f"seeds={args.seeds}", *(TINY if args.cpu_tiny else [])])
@@ -70,7 +70,8 @@ def main(argv=None) -> dict:
         write_text_atomic(args.out, json.dumps(result, indent=2, default=str))
 
     for how in args.modes:
-        trainer = make_trainer(env, TrainerConfig.of(cfg.trainer_ppo, seed_axis=how))
+        execution = dataclasses.replace(cfg.execution, seed_axis=how)
+        trainer = make_trainer(env, dataclasses.replace(cfg.trainer_ppo, execution=execution))
         ts = trainer.init(bank, rows)
         start = time.perf_counter()
         run = trainer.compile_train_chunk(ts, bank, rows, num_updates=args.updates)

@@ -28,6 +28,7 @@ A part that fails (out of memory, say) is saved as a row with its error, and the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -111,11 +112,12 @@ def _key(row: dict) -> tuple:
 
 def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
     from envgen_jax.trainer.evaluate import make_evaluator
-    from envgen_jax.trainer import TrainerConfig, make_trainer
+    from envgen_jax.trainer import make_trainer
     axis, dtype = variant
     dense = axis == "dense"  # the seeds vmapped, each convolution a matrix product (execution.conv_as_matmul)
-    ppo = TrainerConfig.of(cfg.trainer_ppo, seed_axis="vmap" if dense else axis, conv_as_matmul=dense,
-                           compute_dtype=dtype, num_seeds=seeds)
+    execution = dataclasses.replace(cfg.execution, seed_axis="vmap" if dense else axis, conv_as_matmul=dense,
+                                    compute_dtype=dtype)
+    ppo = dataclasses.replace(cfg.trainer_ppo, execution=execution, num_seeds=seeds)
     trainer = make_trainer(env, ppo)
     ts = trainer.init(bank, rows)
     parts = Parts(trainer, bank, rows, args.eval_steps)

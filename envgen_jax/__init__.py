@@ -9,9 +9,9 @@ Layout, in layer order (lowest first; a module imports only from its own layer o
                    vector env and the games' scores
   games/           the registry: one line per game
   trainer/         PPO in one jit-compiled training chunk, level replay, networks, metrics, evaluation, checkpoints
-  report.py        report.json / report.md / plots of a run
   methods/         the methods compared, one `Method` subclass each, behind one registry; the contract they share
-                   (base.py, view.py, rows.py)
+                   (base.py, view.py, rows.py); what the agent learned inside each LLM environment (learning.py)
+  report.py        report.json / report.md / plots of a run
   run_config.py    the typed run configuration behind every file in configs/
   run/             one run on the host: the EnvGen loop (design step between compiled chunks), plan, logs, resume
   study/           `envgen-jax study`: every method trained alike, compared with statistics over seeds

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from envgen_jax import games
+from envgen_jax.methods.learning import environment_learning
 from envgen_jax.trainer.metrics import RowStats, mean_or_nan, nan_to_none, nan_to_zero, quiet_nan, success_rates
 
 PAPER_TABLE1 = [  # EnvGen reference section 9 (Crafter, 1M scored steps)
@@ -33,10 +34,10 @@ def _ms(values) -> tuple[float, float]:
 
 
 def evaluation_score(entry: dict, game) -> dict:
-    """An evaluation's (a loop state's `evals` entry) score under the game's own name: {"mean", "std", "per_seed"}.
-    A Crafter evaluation keeps the paper's name (crafter_score_mean, ...), another game's is score_mean, ...; an
-    older run scored every game with the Crafter formula, so another game's score is computed again from the
-    evaluation's success rates per seed."""
+    """An evaluation's score under the game's own name, from its JSON (`run.loop_state.Evaluation.to_dict`, as
+    report.json holds it): {"mean", "std", "per_seed"}. A Crafter evaluation keeps the paper's name
+    (crafter_score_mean, ...), another game's is score_mean, ...; an older run scored every game with the Crafter
+    formula, so another game's score is computed again from the evaluation's success rates per seed."""
     key = game.score_key
     if f"{key}_mean" in entry:
         return {"mean": entry[f"{key}_mean"], "std": entry[f"{key}_std"], "per_seed": entry[f"{key}_per_seed"]}
@@ -77,7 +78,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
     `phases` seconds (`envgen_jax.run.compile_record.RunTiming.report_fields`). Returns the report dict."""
     out, names, game = Path(out), list(names), games.get(cfg.env)
     summary = scored_summary(state.scored, names, cfg.env)
-    final_eval = next((e for e in reversed(state.evals) if e.get("final")), None)
+    final_eval = next((e for e in reversed(state.evals) if e.final), None)
     report = {
         "method": cfg.method, "env": cfg.env, "seeds": cfg.seeds, "first_seed": cfg.seed,
         **summary,
@@ -90,8 +91,8 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
         "env_steps": state.env_steps,
         "scored_env_steps": scored_env_steps,
         "wall_seconds": wall_seconds,
-        "final_evaluation": final_eval,
-        "cycle_evaluations": [e for e in state.evals if not e.get("final")],
+        "final_evaluation": final_eval and final_eval.to_dict(),
+        "cycle_evaluations": [e.to_dict() for e in state.evals if not e.final],
         "environments": state.designs,
         "environment_learning": environment_learning(state, names),
     }
@@ -123,7 +124,7 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
     target_map = games.get(config_cls.ENV_NAME).targeting
     out = []
     designs = {d["cycle"]: d for d in state.designs}
-    evals = {e["cycle"]: e for e in state.evals if not e.get("final")}
+    evals = {e.cycle: e for e in state.evals if not e.final}
     quarter = max(1, -(-len(names) // 4))
     original = config_cls.original()
     for cycle in sorted(designs):
@@ -132,8 +133,8 @@ def adaptation(state, names, config_cls, num_designers: int = 1) -> list[dict]:
         feedback = evals[cycle - 1]
         rows = []
         for d, designer in enumerate(designs[cycle]["designers"]):
-            rates = ([nan_to_zero(feedback["success_mean"][n]) for n in names] if num_designers == 1
-                     else [nan_to_zero(v) for v in feedback["success_per_seed"][d]])
+            rates = ([nan_to_zero(feedback.success_mean[n]) for n in names] if num_designers == 1
+                     else [nan_to_zero(v) for v in feedback.success_per_seed[d]])
             weakest = [names[i] for i in np.argsort(rates, kind="stable")[:quarter]]
             configs = [config_cls.from_dict(c) for c in designer["configs"]]
             before = [config_cls.from_dict(c) for c in designs[cycle - 1]["designers"][d]["configs"]]
@@ -265,28 +266,6 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def environment_learning(state, names) -> list[dict]:
-    """Per cycle and LLM environment: what the agent did inside that environment while training in it.
-
-    From the cycle's LLM-environment phase (bank row 1 + i is the i-th LLM environment, designers in order): per seed,
-    success rates pooled over the episodes that finished in that row; then the mean over the seeds that finished any
-    (with one designer per seed, a row is only run by its own seed)."""
-    out = []
-    for entry in state.env_learning:
-        design = next(d for d in state.designs if d["cycle"] == entry["cycle"])
-        stats = RowStats(**{k: np.asarray(v) for k, v in entry["stats"].items()})
-        rates = 100 * success_rates(stats)                              # [S, K, A]
-        returns = mean_or_nan(stats.return_sum, stats.episodes)         # [S, K]
-        envs = [{"purpose": p, "config": c} for d in design["designers"] for p, c in zip(d["purposes"], d["configs"])]
-        for row, env in enumerate(envs, start=1):
-            with quiet_nan():  # a row no seed finished an episode in stays None
-                success, reward = np.nanmean(rates[:, row], axis=0), np.nanmean(returns[:, row])
-            env.update(row=row, episodes_per_seed=np.asarray(stats.episodes)[:, row].tolist(), reward=nan_to_none(reward),
-                       success={n: nan_to_none(v) for n, v in zip(names, success)})
-        out.append({"cycle": entry["cycle"], "phase": entry["phase"], "environments": envs})
-    return out
-
-
 def environment_learning_markdown(entries: list[dict], names, title: str) -> list[str]:
     """report.md's (and study.md's) section: per cycle, each LLM environment and the agent's success inside it."""
     lines = [title, "",
@@ -344,9 +323,9 @@ def plot_run(out: Path, state, names, cycles: int) -> list[str]:
         fig, ax = plt.subplots(figsize=(12, 4.5))
         width = 0.8 / len(state.evals)
         for i, e in enumerate(state.evals):
-            vals = [100 * (e["success_mean"].get(n) or 0.0) for n in order]
-            errs = [100 * (e["success_std"].get(n) or 0.0) for n in order]
-            label = "final" if e.get("final") else f"after cycle {e['cycle'] + 1}"
+            vals = [100 * (e.success_mean.get(n) or 0.0) for n in order]
+            errs = [100 * (e.success_std.get(n) or 0.0) for n in order]
+            label = "final" if e.final else f"after cycle {e.cycle + 1}"
             ax.bar(np.arange(len(order)) + i * width, vals, width, yerr=errs, label=label, capsize=1.5)
         ax.set_yscale("symlog", linthresh=1.0)
         ax.set_ylim(0, 100)

@@ -19,9 +19,8 @@ from envgen_jax import games, methods
 from envgen_jax.llm import settings as llm_settings
 from envgen_jax.llm.settings import LLMSettings, read_llm
 from envgen_jax.schema import ConfigError, Declared, bounded, declared_problems
-from envgen_jax.trainer.config import LEGACY_KEYS, ExecutionConfig, PPOAlgorithm, legacy_path
+from envgen_jax.trainer.config import HYPERPARAMS, ExecutionConfig, PPOAlgorithm, TrainerConfig
 from envgen_jax.trainer.encoders import ENCODERS, NetworkConfig
-from envgen_jax.trainer.ppo import HYPERPARAMS, PPOConfig
 
 METHODS = methods.METHODS
 ENVS = games.NAMES
@@ -175,14 +174,14 @@ class RunConfig:
             raise ConfigError(problems, what="run configuration")
 
     def agent_problems(self) -> list[str]:
-        """The network against the observation it reads, and the sections against each other (PPOConfig's checks)."""
+        """The network against the observation it reads, and the sections against each other (TrainerConfig's checks)."""
         readers = [kind for kind, settings in ENCODERS.items() if self.observation in settings.OBSERVATIONS]
         problems = []
         if self.network.kind not in readers:
             problems.append(f"network.kind: {self.network.kind!r} cannot read the {self.observation!r} observation "
                             f"(observation: {self.observation} needs network.kind {' or '.join(map(repr, readers))})")
         try:
-            PPOConfig(self.ppo, self.network, self.execution)
+            TrainerConfig(self.ppo, self.network, self.execution)
         except ConfigError as e:
             problems += e.problems
         return problems
@@ -194,8 +193,8 @@ class RunConfig:
         return move_old_keys(data, OLD_KEYS, (), problems)[0]
 
     @property
-    def trainer_ppo(self) -> PPOConfig:
-        return PPOConfig(self.ppo, self.network, self.execution, num_seeds=self.num_agents, seed=self.seed)
+    def trainer_ppo(self) -> TrainerConfig:
+        return TrainerConfig(self.ppo, self.network, self.execution, num_seeds=self.num_agents, seed=self.seed)
 
     @property
     def num_agents(self) -> int:
@@ -269,9 +268,33 @@ def load_run_config(path: str | Path | None = None, overrides: Sequence[str] = (
 
 
 # -- older versions' keys: one table (config_io.move_old_keys) ------------------------------------------------------
+# The flat keys of the trainer config before it had sections (run configurations, saved runs and studies still
+# hold them under `ppo:`):
+# each names its place today. None: the chosen kind's own setting (`width` was each MLP's width for mlp and map,
+# the bottleneck for conv); a kind without it ignored it (conv had no depth), and so does the move.
+LEGACY_KEYS: dict[str, tuple[str, ...] | None] = {
+    "network": ("network", "kind"), "recurrent": ("network", "recurrent"),
+    "memory_size": ("network", "memory_size"), "width": None, "depth": None, "activation": None, "layer_norm": None,
+    "map_channels": ("network", "map", "channels"), "map_res_blocks": ("network", "map", "res_blocks"),
+    "conv_channels": ("network", "conv", "channels"), "conv_norm": ("network", "conv", "norm"),
+    "head_width": ("network", "conv", "head_width"), "num_seeds": ("num_seeds",), "seed": ("seed",),
+    **{f.name: ("execution", f.name) for f in dataclasses.fields(ExecutionConfig)},
+}
+
+
+def legacy_path(key: str, kind: str) -> tuple[str, ...] | None:
+    """Where the flat key `key` of an older trainer config lives today, the network's kind being `kind` (None: nowhere;
+    that kind never read it)."""
+    path = LEGACY_KEYS[key]
+    if path is None:
+        settings = ENCODERS.get(kind)
+        return ("network", kind, key) if settings and key in {f.name for f in dataclasses.fields(settings)} else None
+    return path
+
+
 def _ppo_key(data: dict, key: str, value: Any, problems: list[str]):
     """A flat key of the trainer config before its sections (`ppo.width`, `ppo.network`, `ppo.seed_axis`): to its
-    section (`trainer.config.LEGACY_KEYS`), `width` and the like to the chosen kind's settings."""
+    section (`LEGACY_KEYS`), `width` and the like to the chosen kind's settings."""
     if key not in LEGACY_KEYS:
         return None  # today's ppo: setting
     network = data.get("network")

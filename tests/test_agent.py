@@ -20,23 +20,25 @@ from envgen_jax.trainer.checkpoint import save_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.layers import patches3x3
-from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm
+from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig
 from envgen_jax.trainer.encoders import ConvNet, MapNet, MLPNet, NetworkConfig, actor_critic
-from envgen_jax.trainer.ppo import PPOConfig, ValueNorm
+from envgen_jax.trainer.ppo import ValueNorm
 from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.train import select_seeds
+from tests.trainer_configs import mlp, with_ppo
 from tests.trees import assert_trees_equal
 
 N = 16
-RECURRENT = dict(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=4, width=32, depth=1, lr=3e-3,
-                 resets_per_step=N, recurrent="gru", memory_size=16, gamma=0.9)
+RECURRENT = TrainerConfig(PPOAlgorithm(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=4, lr=3e-3, gamma=0.9),
+                          mlp(32, 1, recurrent="gru", memory_size=16), ExecutionConfig(resets_per_step=N))
+FEED_FORWARD = dataclasses.replace(RECURRENT, network=mlp(32, 1, memory_size=16))
 
 
 @pytest.fixture(scope="module")
 def memory_trainer():
     """One compiled recurrent trainer (GRU, value normalisation) on the cue-memory probe, shared by the tests."""
     env = probes.CueMemoryEnv()
-    trainer = make_trainer(env, PPOConfig.of(**RECURRENT, value_norm=True, num_seeds=2))
+    trainer = make_trainer(env, with_ppo(dataclasses.replace(RECURRENT, num_seeds=2), value_norm=True))
     return trainer, probes.make_bank([1.0]), jnp.zeros(N, jnp.int32)
 
 
@@ -91,7 +93,7 @@ def test_recurrent_rollout_is_what_training_replays(memory_trainer):
 
 def test_only_a_recurrent_policy_solves_the_memory_probe(memory_trainer):
     trainer, bank, rows = memory_trainer
-    ff = make_trainer(probes.CueMemoryEnv(), PPOConfig.of(**{**RECURRENT, "recurrent": "none"}, num_seeds=2))
+    ff = make_trainer(probes.CueMemoryEnv(), dataclasses.replace(FEED_FORWARD, num_seeds=2))
     rates = {}
     for name, tr in (("gru", trainer), ("mlp", ff)):
         ts = tr.init(bank, rows)
@@ -132,13 +134,13 @@ def test_a_sweep_row_equals_a_run_with_those_values():
     exactly as a run of its own with those values in the config (same program shape, so bit for bit)."""
     env = probes.BanditEnv()
     bank, rows = probes.make_bank([1.0]), jnp.zeros(N, jnp.int32)
-    base = dict(RECURRENT, recurrent="none", num_minibatches=2)
-    sweep = make_trainer(env, PPOConfig.of(**base, num_seeds=2))
+    base = dataclasses.replace(with_ppo(FEED_FORWARD, num_minibatches=2), num_seeds=2)
+    sweep = make_trainer(env, base)
     ts = sweep.init(bank, rows, seeds=[4, 4], hparams={"lr": [3e-3, 1e-3], "gamma": [0.9, 0.5], "ent_coef": 0.0})
     assert sweep.trace_counts["init"] == 1
     ts, m = sweep.train_chunk(ts, bank, rows, num_updates=4)
 
-    single = make_trainer(env, PPOConfig.of(**{**base, "lr": 1e-3, "gamma": 0.5, "ent_coef": 0.0}, num_seeds=2))
+    single = make_trainer(env, with_ppo(base, lr=1e-3, gamma=0.5, ent_coef=0.0))
     one = single.init(bank, rows, seeds=[4, 4])
     one, m1 = single.train_chunk(one, bank, rows, num_updates=4)
     assert_trees_equal(jax.device_get(select_seeds(ts, 1)), jax.device_get(select_seeds(one, 1)))
@@ -152,7 +154,7 @@ def test_a_sweep_row_equals_a_run_with_those_values():
 
 
 def test_sweep_values_are_checked():
-    trainer = make_trainer(probes.BanditEnv(), PPOConfig.of(**dict(RECURRENT, recurrent="none"), num_seeds=2))
+    trainer = make_trainer(probes.BanditEnv(), dataclasses.replace(FEED_FORWARD, num_seeds=2))
     with pytest.raises(ConfigError, match="hparams.lr: 3 values for 2 agents"):
         trainer.hparams({"lr": [1e-3, 2e-3, 3e-3]}, count=2)
     with pytest.raises(ConfigError, match="width cannot vary per agent"):
@@ -178,8 +180,8 @@ def test_value_norm_learns_the_value_scale():
     """A constant reward of 50 per 1-step episode: the de-normalised value reaches 50 while the head's raw output
     stays of order 1."""
     env = probes.ConstantRewardEnv()
-    trainer = make_trainer(env, PPOConfig.of(**dict(RECURRENT, recurrent="none", num_minibatches=2, lr=1e-2),
-                                          value_norm=True, value_norm_decay=0.9))
+    trainer = make_trainer(env, with_ppo(FEED_FORWARD, num_minibatches=2, lr=1e-2, value_norm=True,
+                                         value_norm_decay=0.9))
     bank, rows = probes.make_bank([50.0]), jnp.zeros(N, jnp.int32)
     ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=60)
     mean, std = jax.tree.map(lambda x: x[0], ts.value_norm).stats()
@@ -207,17 +209,16 @@ def test_map_network_reads_crafters_layout(crafter_env):
 
 
 def test_agent_settings_are_checked():
-    with pytest.raises(ConfigError) as e:
-        PPOConfig.of(num_envs=6, num_steps=4, num_minibatches=4, recurrent="gru", value_norm_decay=1.0,
-                  map_channels=(0,))
-    text = str(e.value)
-    assert "ppo.num_minibatches: a recurrent agent learns on whole env trajectories" in text
-    assert "ppo.value_norm_decay: 1.0 is not in (0, 1)" in text and "network.map.channels" in text
+    with pytest.raises(ConfigError, match="ppo.num_minibatches: a recurrent agent learns on whole env trajectories"):
+        TrainerConfig(PPOAlgorithm(num_envs=6, num_steps=4, num_minibatches=4), NetworkConfig(recurrent="gru"))
+    with pytest.raises(ConfigError, match=r"ppo.value_norm_decay: 1.0 is not in \(0, 1\)"):
+        PPOAlgorithm(value_norm_decay=1.0)
+    with pytest.raises(ConfigError, match="network.map.channels"):
+        MapNet(channels=(0,))
     with pytest.raises(ConfigError, match="recurrent: 'rnn' is not one of 'none', 'gru', 'lstm'"):
-        PPOConfig.of(recurrent="rnn")
+        NetworkConfig(recurrent="rnn")
     with pytest.raises(ConfigError, match="network.kind: 'map' needs an observation that starts with a local map"):
-        make_trainer(probes.BanditEnv(), PPOConfig.of(network="map"))
-    assert PPOConfig.of(PPOConfig(), recurrent="lstm").network.recurrent == "lstm"
+        make_trainer(probes.BanditEnv(), TrainerConfig(network=NetworkConfig(kind="map")))
 
 
 def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
@@ -239,9 +240,6 @@ def test_network_and_execution_sections_read_the_older_flat_keys(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_run_config(None, ["ppo.depth=0"])
     assert e.value.problems == ["ppo.depth: 0 is below the minimum 1"]  # named by the key written
-    flat = PPOConfig.of(num_envs=8, network="conv", width=32, num_seeds=2, head_width=4)
-    assert flat == PPOConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv", conv=ConvNet(width=32, head_width=4)),
-                             ExecutionConfig(), num_seeds=2)
 
 
 def test_the_observation_and_the_network_are_checked_together():
@@ -274,7 +272,7 @@ def test_the_shared_agent_is_the_benchmarks_chosen_recipe():
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
     from benchmarks.agent_sample_efficiency import RECIPES
-    chosen = PPOConfig.of(**RECIPES["lowsample_mlp"]["ppo"])
+    chosen = RECIPES["lowsample_mlp"]["agent"]
     for name in ("base/crafter.yaml", "study_cpu.yaml"):
         cfg = load_run_config(root / "configs" / name)
-        assert PPOConfig(cfg.ppo, cfg.network, cfg.execution) == chosen, name
+        assert TrainerConfig(cfg.ppo, cfg.network, cfg.execution) == chosen, name

@@ -310,10 +310,14 @@ def test_reproduce_arguments():
 @pytest.fixture
 def tiny_agent_benchmark(monkeypatch):
     from benchmarks import agent_sample_efficiency as ase
-    tiny = dict(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, width=16, depth=1, resets_per_step=1)
+    from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig
+    from envgen_jax.trainer.encoders import MLPNet, NetworkConfig
+    tiny = TrainerConfig(PPOAlgorithm(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2),
+                         NetworkConfig(mlp=MLPNet(width=16, depth=1)), ExecutionConfig(resets_per_step=1))
     monkeypatch.setattr(ase, "RECIPES", {
-        "tiny": {"ppo": {**tiny, "value_norm": True, "layer_norm": True}, "why": "test"},
-        "tiny_grid": {"ppo": tiny, "grid": {"lr": [1e-3, 3e-4]}, "why": "test grid"}})
+        "tiny": {"agent": ase.changed(tiny, NetworkConfig(mlp=MLPNet(width=16, depth=1, layer_norm=True)),
+                                      value_norm=True), "why": "test"},
+        "tiny_grid": {"agent": tiny, "grid": {"lr": [1e-3, 3e-4]}, "why": "test grid"}})
     monkeypatch.setattr(ase, "WINDOWS", {"first": (0, 64), "last": (64, 128)})
     monkeypatch.setattr(ase, "CURVE_BIN", 32)
     return ase

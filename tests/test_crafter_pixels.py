@@ -14,10 +14,12 @@ from craftax.craftax_classic.envs.craftax_state import EnvParams
 
 from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, config_to_params, make_params
 from envgen_jax.trainer import probes
+from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig
+from envgen_jax.trainer.encoders import ConvNet, NetworkConfig
 from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.metrics import to_host
-from envgen_jax.trainer.ppo import PPOConfig
 from tests.conftest import random_actions
+from tests.trainer_configs import with_encoder, with_ppo
 
 STEPS = 12
 
@@ -55,10 +57,11 @@ def test_pixels_are_craftax_pixels_as_bytes(pixel_env):
     assert len(np.unique(np.asarray(ours))) > 20  # a picture, not a blank
 
 
-def _conv_config(how: str) -> PPOConfig:
-    return PPOConfig.of(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, network="conv", width=32,
-                        conv_channels=(8, 8), num_seeds=2, seed_axis="vmap" if how == "dense" else how,
-                        conv_as_matmul=how == "dense")
+def _conv_config(how: str) -> TrainerConfig:
+    return TrainerConfig(PPOAlgorithm(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2),
+                         NetworkConfig(kind="conv", conv=ConvNet(width=32, channels=(8, 8))),
+                         ExecutionConfig(seed_axis="vmap" if how == "dense" else how, conv_as_matmul=how == "dense"),
+                         num_seeds=2)
 
 
 def _train_conv(env, how: str, bank, rows, seeds=None):
@@ -152,8 +155,8 @@ def test_paper_agent_preset_is_the_papers_network_and_trains(pixel_env):
         ("conv", (64, 128, 128), 2, True, 256, 1024)
     assert 3.8e6 < parameter_count(RunParts.of(cfg)) < 4.2e6  # the paper: "about 4M"
 
-    tiny = PPOConfig.of(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1,
-                               conv_channels=(4, 8), width=16, head_width=32)
+    tiny = with_encoder(with_ppo(cfg.trainer_ppo, num_envs=2, num_steps=4, num_minibatches=2, update_epochs=1),
+                        channels=(4, 8), width=16, head_width=32)
     # On a pixel probe of Crafter's picture size (the network's input and flattened sizes as on Crafter): what is
     # tested is the preset's network and update, and Crafter's pixels train in test_conv_agent_trains_on_pixels.
     height, width, _ = pixel_env.obs_shape

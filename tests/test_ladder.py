@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from envgen_jax.schema import ConfigError
-from envgen_jax.trainer.encoders import DrawnNet, GridNet, TrunkNet, actor_critic
+from envgen_jax.trainer.encoders import DrawnNet, GridNet, MLPNet, NetworkConfig, TrunkNet, actor_critic
 from envgen_jax.trainer.layers import cell_colours, draw_cells
 from envgen_jax.trainer.networks import count_params
-from envgen_jax.trainer.ppo import PPOConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -92,11 +91,11 @@ def test_the_drawn_map_paints_each_cell_its_colour():
 def test_the_ladder_recipes():
     from benchmarks import agent_sample_efficiency as ase
     from benchmarks.agent_ladder import LADDER
-    assert ase.RECIPES["ladder_rollout"]["ppo"] == {**ase.LOW_SAMPLE, "num_envs": 8, "num_steps": 512,
-                                                    "update_epochs": 3}
+    assert ase.RECIPES["ladder_rollout"]["agent"] == ase.changed(ase.LOW_SAMPLE, num_envs=8, num_steps=512,
+                                                                 update_epochs=3)
     for name, _ in LADDER:
         cfg, _, _ = ase.recipe_config(name, 2)
-        base = PPOConfig.of(**ase.LOW_SAMPLE, num_seeds=2)
+        base = ase.LOW_SAMPLE
         if name not in ("lowsample_mlp", "ladder_rollout"):  # the network rungs keep LOW_SAMPLE's algorithm
             assert cfg.ppo == base.ppo, name
     grid, _, _ = ase.recipe_config("ladder_grid", 1)
@@ -150,9 +149,10 @@ def test_the_rungs_speed_side_by_side(tmp_path, monkeypatch):
     first recipe the base of the ratios; the chunk's train state is carried from call to call (it is donated)."""
     from benchmarks import agent_ladder
     from benchmarks import agent_sample_efficiency as ase
-    tiny = {**ase.LOW_SAMPLE, "num_envs": 2, "num_steps": 4, "update_epochs": 1, "num_minibatches": 1, "width": 8}
-    monkeypatch.setattr(ase, "RECIPES", {"tiny_a": {"ppo": tiny, "why": "a"},
-                                         "tiny_b": {"ppo": {**tiny, "num_steps": 8}, "why": "b"}})
+    tiny = ase.changed(ase.LOW_SAMPLE, NetworkConfig(mlp=MLPNet(**{**ase.LOW_MLP, "width": 8})), num_envs=2,
+                       num_steps=4, update_epochs=1, num_minibatches=1)
+    monkeypatch.setattr(ase, "RECIPES", {"tiny_a": {"agent": tiny, "why": "a"},
+                                         "tiny_b": {"agent": ase.changed(tiny, num_steps=8), "why": "b"}})
     rows = agent_ladder.speed(("tiny_a", "tiny_b"), seeds=2, updates=2, repeats=1)
     assert [(r["recipe"], r["env_steps_per_call"]) for r in rows] == [("tiny_a", 2 * 8 * 2), ("tiny_b", 2 * 16 * 2)]
     assert rows[0]["speed_vs_tiny_a"] == 1.0

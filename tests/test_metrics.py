@@ -15,8 +15,9 @@ from envgen_jax.trainer import probes
 from envgen_jax.trainer.evaluate import make_evaluator, report_from_stats
 from envgen_jax.trainer.metrics import (RowStats, crafter_score, mean_or_nan, pool_rows, pool_seeds,
                                         row_stats_from_steps, success_rates, summarize, summarize_rows, to_host)
-from envgen_jax.trainer.ppo import PPOConfig
+from envgen_jax.trainer.config import PPOAlgorithm, TrainerConfig
 from envgen_jax.trainer.factory import make_trainer
+from tests.trainer_configs import mlp
 
 
 def test_crafter_score_known_values():
@@ -94,8 +95,8 @@ def test_row_stats_from_steps_by_row():
 @pytest.fixture(scope="module")
 def bandit_eval():
     env = probes.BanditEnv()
-    trainer = make_trainer(env, PPOConfig.of(num_envs=8, num_steps=4, num_minibatches=2, width=8, depth=1,
-                                          num_seeds=2))
+    trainer = make_trainer(env, TrainerConfig(PPOAlgorithm(num_envs=8, num_steps=4, num_minibatches=2), mlp(8, 1),
+                                              num_seeds=2))
     bank = probes.make_bank([1.0, 1.0], shifts=[0, 1])
     rows = jnp.zeros(8, jnp.int32)
     ts = trainer.init(bank, rows)
@@ -127,7 +128,7 @@ def test_evaluator_counts_n_episodes_per_env(bandit_eval):
 
 def test_evaluator_reports_none_when_no_episode_finished():
     env = probes.TimeLimitEnv(limit=50)
-    trainer = make_trainer(env, PPOConfig.of(num_envs=4, num_steps=2, num_minibatches=2, width=8, depth=1))
+    trainer = make_trainer(env, TrainerConfig(PPOAlgorithm(num_envs=4, num_steps=2, num_minibatches=2), mlp(8, 1)))
     bank = probes.make_bank([1.0])
     rows = jnp.zeros(4, jnp.int32)
     ts = trainer.init(bank, rows)

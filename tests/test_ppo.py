@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import jax
@@ -12,13 +13,15 @@ import pytest
 from envgen_jax.trainer import probes
 from envgen_jax.trainer.metrics import mean_or_nan, to_host
 from envgen_jax.trainer.encoders import ConvNet, MLPNet
-from envgen_jax.trainer.ppo import PPOConfig, compute_gae
+from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig
+from envgen_jax.trainer.ppo import compute_gae
 from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.train import prng_key, seed_keys, select_seeds
+from tests.trainer_configs import mlp, with_encoder, with_ppo
 
 N = 16  # envs per seed
-TINY = dict(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
-            resets_per_step=N)  # every finished probe episode gets a freshly generated start
+TINY = TrainerConfig(PPOAlgorithm(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, lr=3e-3), mlp(32, 1),
+                     ExecutionConfig(resets_per_step=N))  # every finished probe episode gets a freshly generated start
 
 
 def _seed0(tree):
@@ -84,7 +87,7 @@ def test_gae_without_dones_is_discounted_td_lambda():
 
 
 def _train(env, bank, updates, **overrides):
-    cfg = PPOConfig.of(**{**TINY, **overrides})
+    cfg = with_ppo(TINY, **overrides)
     trainer = make_trainer(env, cfg)
     rows = jnp.zeros(N, jnp.int32)
     ts = trainer.init(bank, rows)
@@ -162,7 +165,7 @@ def test_time_limit_bootstrap(bootstrap, target):
 
 @pytest.fixture(scope="module")
 def two_seed_trainer():
-    cfg = PPOConfig.of(**{**TINY, "num_seeds": 3})
+    cfg = dataclasses.replace(TINY, num_seeds=3)
     return make_trainer(probes.ConstantRewardEnv(), cfg)
 
 
@@ -216,7 +219,7 @@ def test_output_state_matches_input_types(two_seed_trainer):
 
 def test_seed_vmap_matches_single_seed():
     env = probes.BanditEnv()
-    cfg = PPOConfig.of(**{**TINY, "num_seeds": 3, "seed": 5})
+    cfg = dataclasses.replace(TINY, num_seeds=3, seed=5)
     trainer = make_trainer(env, cfg)
     bank = probes.make_bank([1.0, 0.5], shifts=[1, 2])
     rows = jnp.asarray([0, 1] * (N // 2), jnp.int32)
@@ -242,7 +245,7 @@ def test_seed_vmap_matches_single_seed():
 
 def test_per_seed_rows_match_shared_rows():
     env = probes.ConstantRewardEnv()
-    trainer = make_trainer(env, PPOConfig.of(**{**TINY, "num_seeds": 2}))
+    trainer = make_trainer(env, dataclasses.replace(TINY, num_seeds=2))
     bank = probes.make_bank([1.0, 0.5])
     rows = jnp.asarray([0] * 8 + [1] * 8, jnp.int32)
     shared, m_shared = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=2)
@@ -257,7 +260,7 @@ def test_per_seed_rows_match_shared_rows():
 
 def test_lr_anneal_schedule():
     env = probes.ConstantRewardEnv()
-    cfg = PPOConfig.of(**{**TINY, "anneal_lr": True, "total_updates": 4, "lr": 1e-3})
+    cfg = with_ppo(TINY, anneal_lr=True, total_updates=4, lr=1e-3)
     trainer = make_trainer(env, cfg)
     bank = probes.make_bank([1.0])
     rows = jnp.zeros(N, jnp.int32)
@@ -267,10 +270,10 @@ def test_lr_anneal_schedule():
 
 def test_config_validation():
     with pytest.raises(ValueError, match="divisible"):
-        PPOConfig.of(num_envs=3, num_steps=3, num_minibatches=2)
+        PPOAlgorithm(num_envs=3, num_steps=3, num_minibatches=2)
     with pytest.raises(ValueError, match="total_updates"):
-        PPOConfig.of(anneal_lr=True)
-    assert PPOConfig.craftax_baseline().ppo.batch_size == 65536
+        PPOAlgorithm(anneal_lr=True)
+    assert TrainerConfig.craftax_baseline().ppo.batch_size == 65536
     from envgen_jax.run_config import load_run_config
     paper = load_run_config(Path(__file__).resolve().parent.parent / "configs" / "base" / "crafter_pixels.yaml").ppo
     assert (paper.gamma, paper.gae_lambda, paper.update_epochs, paper.num_minibatches, paper.lr) == \
@@ -324,7 +327,7 @@ def _equations(jaxpr):
 
 def test_a_chunk_compiled_ahead_is_the_program_train_chunk_runs():
     bank, rows = probes.make_bank([1.0]), np.zeros(N, np.int32)
-    ahead, plain = (make_trainer(probes.ConstantRewardEnv(), PPOConfig.of(**TINY)) for _ in range(2))
+    ahead, plain = (make_trainer(probes.ConstantRewardEnv(), dataclasses.replace(TINY)) for _ in range(2))
     ts = ahead.init(bank, rows)
     ahead.precompile_chunk(ts, bank, rows, num_updates=2)  # in a thread
     got, m = ahead.train_chunk(ts, bank, rows, num_updates=2)
@@ -380,10 +383,10 @@ def test_a_process_reuses_the_trainer_and_evaluator_of_an_equal_configuration(mo
     from envgen_jax.envs.crafter import CrafterEnv
     from envgen_jax.trainer.evaluate import make_evaluator
     from envgen_jax.trainer.reuse import forget
-    cfg = PPOConfig.of(**TINY)
+    cfg = dataclasses.replace(TINY)
     first = make_trainer(CrafterEnv(), cfg)  # building one traces and compiles nothing
-    assert make_trainer(CrafterEnv(), PPOConfig.of(**TINY)) is first  # equal values, new objects
-    assert make_trainer(CrafterEnv(), PPOConfig.of(**{**TINY, "width": 16})) is not first
+    assert make_trainer(CrafterEnv(), dataclasses.replace(TINY)) is first  # equal values, new objects
+    assert make_trainer(CrafterEnv(), with_encoder(TINY, width=16)) is not first
     assert make_trainer(CrafterEnv(observation="pixels"), cfg) is not first
     assert make_trainer(CrafterEnv(), cfg, venv=first.venv) is not first  # a VecEnv of one's own
     evaluator = make_evaluator(first, 4, 1, 50)

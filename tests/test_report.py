@@ -51,6 +51,7 @@ def test_adaptation_names_the_weakest_skills_each_design_serves_and_its_repeats(
     from envgen_jax.envs.crafter.config import CrafterConfig
     from envgen_jax.envs.crafter.game import CRAFTER_ACHIEVEMENTS as names
     from envgen_jax.report import adaptation
+    from envgen_jax.run.loop_state import Evaluation
 
     wood = {"environment_settings": {"tree_rarity": "very common"}}
     iron = {"environment_settings": {"iron_rarity": "very common"}, "inventory_settings": {"stone_pickaxe": 1}}
@@ -62,7 +63,7 @@ def test_adaptation_names_the_weakest_skills_each_design_serves_and_its_repeats(
     state = SimpleNamespace(
         designs=[{"cycle": 0, "designers": [{"configs": [full(wood), full(cows)]}]},
                  {"cycle": 1, "designers": [{"configs": [full(iron), full(wood)]}]}],
-        evals=[{"cycle": 0, "final": False, "success_mean": rates}])
+        evals=[Evaluation.from_dict({"cycle": 0, "final": False, "success_mean": rates})])
     (entry,) = adaptation(state, list(names), CrafterConfig)
     row = entry["designers"][0]
     # 22 achievements: the bottom 6 (ties in the listed order).

@@ -18,13 +18,14 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     import jax, numpy as np
     from envgen_jax.trainer import probes
-    from envgen_jax.trainer.ppo import PPOConfig
+    from envgen_jax.trainer.config import PPOAlgorithm, TrainerConfig
+    from envgen_jax.trainer.encoders import MLPNet, NetworkConfig
     from envgen_jax.trainer.factory import make_trainer
     from envgen_jax.trainer.sharding import device_mesh, shard_train_state
     assert jax.device_count() == 2, jax.devices()
     seeds, envs = int(sys.argv[1]), 8
-    cfg = PPOConfig.of(num_envs=envs, num_steps=8, update_epochs=1, num_minibatches=2, width=32, depth=1,
-                    num_seeds=seeds)
+    cfg = TrainerConfig(PPOAlgorithm(num_envs=envs, num_steps=8, update_epochs=1, num_minibatches=2),
+                        NetworkConfig(mlp=MLPNet(width=32, depth=1)), num_seeds=seeds)
     # a bandit whose two rows reward other actions: what is sharded is the trainer's state, whatever the game
     env, bank = probes.BanditEnv(), probes.make_bank([1.0, 0.5], shifts=[0, 1])
     rows = np.arange(envs) % 2

@@ -15,13 +15,14 @@ from envgen_jax.trainer import probes
 from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint,
                                            save_checkpoint)
 from envgen_jax.trainer.metrics import to_host
-from envgen_jax.trainer.ppo import PPOConfig
+from envgen_jax.trainer.config import PPOAlgorithm, TrainerConfig
 from envgen_jax.trainer.factory import make_trainer
 from tests import golden
+from tests.trainer_configs import mlp
 from tests.trees import assert_trees_equal
 
-CFG = PPOConfig.of(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, width=16, depth=1, num_seeds=2,
-                anneal_lr=True, total_updates=20)
+CFG = TrainerConfig(PPOAlgorithm(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, anneal_lr=True,
+                                 total_updates=20), mlp(16, 1), num_seeds=2)
 
 
 @pytest.fixture(scope="module")
@@ -201,15 +202,14 @@ def test_a_map_agents_checkpoint_of_the_first_layout_restores(tmp_path):
     import dataclasses
 
     from envgen_jax.trainer import migrations
-    from envgen_jax.trainer.config import PPOAlgorithm
     from envgen_jax.trainer.encoders import MapNet, NetworkConfig
 
     @dataclasses.dataclass(frozen=True)
     class MapBandit(probes.BanditEnv):
         map_shape: tuple = (2, 2, 1)  # its one-hot observation read as a 2 x 2 map
 
-    cfg = PPOConfig(PPOAlgorithm(num_envs=4, num_steps=2, num_minibatches=1),
-                    NetworkConfig(kind="map", map=MapNet(width=4, depth=1, channels=(2,), res_blocks=1)))
+    cfg = TrainerConfig(PPOAlgorithm(num_envs=4, num_steps=2, num_minibatches=1),
+                        NetworkConfig(kind="map", map=MapNet(width=4, depth=1, channels=(2,), res_blocks=1)))
     trainer = make_trainer(MapBandit(), cfg)
     bank, rows = probes.make_bank([1.0]), jnp.zeros(4, jnp.int32)
     state = jax.device_get(trainer.init(bank, rows))

@@ -18,12 +18,13 @@ from envgen_jax.envs.crafter.env import make_params
 from envgen_jax.trainer.checkpoint import restore_checkpoint, save_checkpoint
 from envgen_jax.trainer.evaluate import make_evaluator
 from envgen_jax.trainer.metrics import pool_rows, pool_seeds, summarize, to_host
-from envgen_jax.trainer.ppo import PPOConfig
+from envgen_jax.trainer.config import PPOAlgorithm, TrainerConfig
 from envgen_jax.trainer.factory import make_trainer
+from tests.trainer_configs import mlp
 
 N = 32
-CFG = PPOConfig.of(num_envs=N, num_steps=64, update_epochs=2, num_minibatches=4, gamma=0.95, gae_lambda=0.8, lr=1e-3,
-                width=64, depth=2)
+CFG = TrainerConfig(PPOAlgorithm(num_envs=N, num_steps=64, update_epochs=2, num_minibatches=4, gamma=0.95,
+                                 gae_lambda=0.8, lr=1e-3), mlp(64, 2))
 UPDATES = 10  # per chunk: 10 x 32 x 64 = 20,480 env steps
 
 

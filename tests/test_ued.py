@@ -90,14 +90,16 @@ def test_update_and_replace_rows():
 from envgen_jax.envs.vector import RowSampler  # noqa: E402
 from envgen_jax.trainer import probes  # noqa: E402
 from envgen_jax.trainer.metrics import to_host  # noqa: E402
-from envgen_jax.trainer.ppo import PPOConfig, compute_gae  # noqa: E402
+from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig  # noqa: E402
+from envgen_jax.trainer.ppo import compute_gae  # noqa: E402
+from tests.trainer_configs import mlp  # noqa: E402
 from envgen_jax.trainer.layouts import REPLAY, Replay  # noqa: E402
 from tests.trees import assert_trees_equal  # noqa: E402
 from envgen_jax.trainer.factory import make_trainer  # noqa: E402
 
 N = 16
-TINY = PPOConfig.of(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, width=32, depth=1, lr=3e-3,
-                 resets_per_step=N)
+TINY = TrainerConfig(PPOAlgorithm(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=2, lr=3e-3), mlp(32, 1),
+                     ExecutionConfig(resets_per_step=N))
 # One learnable row, then trivial and impossible ones (SkillEnv; distinct shifts: the agent tells rows apart).
 SKILL_BANK = probes.make_bank([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]], shifts=[1, 2, 3, 0])
 

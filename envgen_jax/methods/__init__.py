@@ -32,7 +32,8 @@ One run (the loop makes `cls(run, trainer)` with its `view.RunView` and PPO trai
 
 Level replay lives in plr.py; the learnability selection shared by sfl.py and envgen_sfl.py in selection.py. The
 contract a method works against is here too: base.py (Method, Phase, DesignContext), view.py (RunView, what a method
-sees of its run) and rows.py (the bank's row layout): a method imports nothing from `envgen_jax.run`.
+sees of its run), rows.py (the bank's row layout) and learning.py (what the agent learned inside each LLM
+environment, for the next design step and the report): a method imports nothing from `envgen_jax.run`.
 Adding a method is one module here and one line in `REGISTRY` (or `register(name, cls)` at run time, as a test
 may); the driver (`envgen_jax.run.loop`) does not change.
 """

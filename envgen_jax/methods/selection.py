@@ -152,7 +152,7 @@ class LearnabilitySelection(Method):
         self.new_candidates()
         candidates = self.candidates()
         bank = self.learning_bank(candidates)
-        last_eval = state.evals[-1]["success_per_seed"] if state.evals else None
+        last_eval = state.evals[-1].success_per_seed if state.evals else None
         u = self.options(cfg)
         mastered = (learnability.mastered_from(np.asarray(last_eval, np.float64), u.mastered_at)
                     if last_eval is not None else np.zeros((cfg.num_agents, len(run.env.achievement_names)), bool))

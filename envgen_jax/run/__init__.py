@@ -3,9 +3,10 @@
   loop.py         EnvGenRun: walks the plan (design, train, evaluate), checkpoints, resumes, writes the report; one
                   run, or several methods' runs fused on one agent axis (a study's `--schedule fused`)
   member.py       Member: one method's run inside the driver (plan, state, records, checkpoints, its agents' slice)
+  failures.py     MemberFailures: in a fused run, a method's error fails that method only
   parts.py        RunParts: the game, its env, the method's class (looked up once per run) and the trainer
   plan.py         the plan of a run: phases from the config and the method, and the plan in numbers (pure)
-  loop_state.py   LoopState: what the host needs to continue a run (JSON, saved with every checkpoint)
+  loop_state.py   LoopState: what the host needs to continue a run (JSON, saved with every checkpoint); Evaluation
   design_step.py  DesignStep: a cycle's design step (the method's `design`, the LLM bookkeeping)
   progress.py     the progress bar (tqdm)
   log.py          RunLog: metrics.jsonl and TensorBoard scalars; the console log

@@ -8,7 +8,7 @@ import json
 
 from envgen_jax.llm.reply import environment_entry
 from envgen_jax.methods.base import DesignContext, Method
-from envgen_jax.report import environment_learning
+from envgen_jax.methods.learning import environment_learning
 from envgen_jax.methods.view import RunView
 from envgen_jax.trainer.metrics import nan_to_zero
 
@@ -52,14 +52,15 @@ class DesignStep:
         last = state.evals[-1]
         names = self.run.env.achievement_names
         if self.run.cfg.num_designers == 1:
-            return [{a: (100 * nan_to_zero(last["success_mean"][a]), 100 * nan_to_zero(last["success_std"][a]))
+            return [{a: (100 * nan_to_zero(last.success_mean[a]), 100 * nan_to_zero(last.success_std[a]))
                      for a in names}]
         return [{a: (100 * nan_to_zero(per_seed[j]), 0.0) for j, a in enumerate(names)}
-                for per_seed in last["success_per_seed"]]
+                for per_seed in last.success_per_seed]
 
     def inside(self, cycle: int) -> list | None:
         """Per designer, per environment of the previous cycle's design: the agent's success (%) per achievement
-        inside it, from that cycle's training episodes (report.py's environment_learning); None if not measured."""
+        inside it, from that cycle's training episodes (`methods.learning`, as the report shows it); None if not
+        measured."""
         if cycle == 0:
             return None
         entry = next((e for e in environment_learning(self.run.state, self.run.env.achievement_names)

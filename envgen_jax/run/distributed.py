@@ -186,7 +186,7 @@ class SharedDesignStep:
         if is_lead():
             try:
                 self.step(cycle)
-                outcome = {"loop": vars(self.state), "method": self.method.state_dict()}
+                outcome = {"loop": self.state.to_dict(), "method": self.method.state_dict()}
             except Exception as e:
                 broadcast_json({"error": f"{type(e).__name__}: {e}"}, source=True)
                 raise
@@ -194,7 +194,7 @@ class SharedDesignStep:
         if "error" in outcome:
             raise RuntimeError(f"process 0's design step failed: {outcome['error']}")
         if not is_lead():
-            vars(self.state).update(outcome["loop"])
+            vars(self.state).update(vars(type(self.state).from_dict(outcome["loop"])))
             self.method.load_state(outcome["method"])
 
     def close(self) -> None:

@@ -27,14 +27,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 import jax
 
-from envgen_jax.run.distributed import explain_failure, spread
-from envgen_jax.run.member import Member, concatenated, fused_members, sections, side_by_side
+from envgen_jax.run.distributed import spread
+from envgen_jax.run.failures import MemberFailures
+from envgen_jax.run.member import Member, concatenated, fused_members, lay_out, sections, side_by_side
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, phase_label, train_updates
 from envgen_jax.run.progress import chunk_done, progress_bar
@@ -74,18 +74,14 @@ class EnvGenRun:
 
     def _drive(self, members: list[Member], trainer) -> None:
         self.members, self.trainer = members, trainer
-        self.errors: dict[str, str] = {}  # a fused run's failed members (directory name -> error), and tracebacks
-        self.tracebacks: dict[str, str] = {}
+        self.failures = MemberFailures(fused=len(members) > 1)
+        self.errors, self.tracebacks = self.failures.errors, self.failures.tracebacks  # a fused run's failed members
         self.cfg, self.out, first = members[0].cfg, members[0].out, members[0]
         self.state, self.plan, self.method, self.view = first.state, first.plan, first.method, first.view
         self.env = first.env
         self.evaluator = make_evaluator(trainer, self.cfg.eval.num_envs, self.cfg.eval.episodes_per_env,
                                         self.cfg.eval.max_steps, game=first.game)
-        if len(members) > 1:  # member m: agents [m * S, (m + 1) * S), bank rows after the members before it
-            seeds, offset = self.cfg.num_agents, 0
-            for i, m in enumerate(members):
-                m.agents, m.bank_offset = slice(i * seeds, (i + 1) * seeds), offset
-                offset += m.cfg.bank_rows
+        lay_out(members)
         self._key_period = self.cfg.num_agents if len(members) > 1 else None  # evaluation keys by seed, not position
         self._last_checkpoint = time.monotonic()
         self._compiled = False  # the first training chunk of a session compiles the chunk
@@ -124,8 +120,6 @@ class EnvGenRun:
         """Train every member to its end; the report (a run), or each member's (None where it failed)."""
         for m in self.members:
             m.start()
-            m.log.info(f"envgen-jax: {m.cfg.method} on {m.cfg.env}, {m.cfg.num_agents} agent(s), "
-                       f"{train_updates(m.plan) * m.cfg.steps_per_update:,} env steps per seed, output in {m.out}")
         if len(self.members) > 1:
             logger.info(f"fused: {len(self.members)} methods x {self.cfg.num_agents} seeds = "
                         f"{len(self.members) * self.cfg.num_agents} agents in one compiled chunk")
@@ -150,34 +144,16 @@ class EnvGenRun:
             self.trainer.ahead.close()
             self.evaluator.ahead.close()
             bar.close()
-        reports = [None if m.out.name in self.errors else m.finish() for m in self.members]
+        reports = [None if self.failures.failed(m) else m.finish() for m in self.members]
         return reports[0] if len(reports) == 1 else reports
 
     def _live(self, where=lambda m: True) -> list[Member]:
-        return [m for m in self.members if m.out.name not in self.errors and where(m)]
-
-    def _guarded(self, member: Member, work) -> None:
-        """A member's host work; in a fused run an error fails that member only (named, its traceback kept)."""
-        if len(self.members) == 1:
-            return work()
-        try:
-            work()
-        except Exception as e:  # noqa: BLE001 -- one failed method must not lose the others
-            if explain_failure(e):  # a process of a multi-process run is gone: nothing more can run
-                raise
-            name = member.out.name
-            self.errors[name], self.tracebacks[name] = f"{type(e).__name__}: {e}", traceback.format_exc()
-            member.log.error(f"{member.cfg.method} failed ({self.errors[name]}); the other methods go on")
+        return [m for m in self.members if not self.failures.failed(m) and where(m)]
 
     def _initial_train_state(self):
         """Each member's part, restored from its checkpoint or fresh (blank env slots: the first chunk resets),
         laid side by side on the agent axis."""
-        parts = []
-        for m in self.members:
-            bank, rows = m.method.bank_and_rows(m.state_where())
-            seeds = m.cfg.agent_seeds
-            parts.append(self.trainer.restore(m.resume_from, bank, rows, seeds=seeds) if m.resume_from is not None
-                         else self.trainer.init(bank, rows, seeds=seeds, hparams=m.cfg.agent_hparams, episodes=False))
+        parts = [m.initial_train_state(self.trainer) for m in self.members]
         ts = parts[0] if len(parts) == 1 else concatenated(parts)
         if jax.device_count() > 1:  # the whole agent axis (methods x seeds) over every device of every process
             ts = spread(ts, self.cfg, len(self.members) * self.cfg.num_agents, logger)
@@ -204,7 +180,7 @@ class EnvGenRun:
             for cycle in sorted({m.phase.cycle for m in at["evaluate"]}):
                 self._evaluate(ts, [m for m in at["evaluate"] if m.phase.cycle == cycle], cycle)
             for m in at["design"]:
-                self._guarded(m, lambda m=m: self._design(ts, m))
+                self.failures.guarded(m, lambda m=m: self._design(ts, m))
 
     def _design(self, ts, m: Member) -> None:
         # No checkpoint before the design step: the cycle-boundary one just before it holds the same state.
@@ -223,9 +199,9 @@ class EnvGenRun:
                                           fold_in=1000 + cycle, mode=self.cfg.eval.mode, key_period=self._key_period)
             stats = to_host(stats)
             for m in members:
-                self._guarded(m, lambda m=m: m.evaluated(m.row_stats(stats), cycle))
+                self.failures.guarded(m, lambda m=m: m.evaluated(m.row_stats(stats), cycle))
         for m in members:
-            if m.out.name not in self.errors:
+            if not self.failures.failed(m):
                 m.checkpoint(ts, reason="cycle boundary")
         self._last_checkpoint = time.monotonic()
 

@@ -1,6 +1,6 @@
 """The host side of a run (`LoopState`, saved as JSON with every checkpoint) and what each training chunk adds to it:
 the learning curve, the first unlock of each achievement, the scored phase's statistics, and what the agent did
-inside each LLM environment."""
+inside each LLM environment; each evaluation in the original game is an `Evaluation`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,52 @@ from envgen_jax.trainer.checkpoint import load_metadata
 from envgen_jax.trainer.metrics import RowStats, nan_to_none, pool_rows
 
 
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """One evaluation of the agents in the original game, as a run keeps it (JSON values: None for NaN). Success
+    rates are fractions per achievement, mean and std over seeds, and per seed [S][A]; the score is the game's own,
+    written under its name (`score_key`: crafter_score_mean, ... for Crafter, score_mean, ... for other games)."""
+
+    cycle: int
+    final: bool                         # the final evaluation, after the scored phase (else after `cycle`)
+    env_steps: int                      # per seed, when it was taken
+    episodes_per_seed: list
+    success_mean: dict                  # achievement -> rate
+    success_std: dict
+    return_mean: float | None
+    return_std: float | None
+    mean_length_mean: float | None
+    score_mean: float | None
+    score_std: float | None
+    score_pooled: float | None          # of every seed's episodes pooled
+    score_per_seed: list
+    success_per_seed: list              # [S][A], in the env's achievement order
+    score_key: str = "crafter_score"
+
+    @classmethod
+    def of(cls, report, cycle: int, final: bool, env_steps: int) -> Evaluation:
+        """From the evaluator's `trainer.evaluate.EvalReport`."""
+        return cls.from_dict({"cycle": cycle, "final": final, "env_steps": env_steps, **report.to_dict(),
+                              "success_per_seed": nan_to_none(report.success)})
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> Evaluation:
+        """From its JSON (`to_dict`), the score under whichever name it was written."""
+        key = next((k.removesuffix("_pooled") for k in entry if k.endswith("_pooled")), "crafter_score")
+        return cls(score_key=key, **{f: entry.get(_json_name(f, key)) for f in _RECORDED})
+
+    def to_dict(self) -> dict:
+        """Its JSON, as checkpoints, report.json and report.md hold it."""
+        return {_json_name(f, self.score_key): getattr(self, f) for f in _RECORDED}
+
+
+_RECORDED = tuple(f.name for f in dataclasses.fields(Evaluation) if f.name != "score_key")
+
+
+def _json_name(field: str, score_key: str) -> str:
+    return field.replace("score", score_key, 1) if field.startswith("score_") else field
+
+
 @dataclasses.dataclass
 class LoopState:
     """The host side of a run, saved as JSON with every checkpoint."""
@@ -20,7 +66,7 @@ class LoopState:
     phase: int = 0                      # index into the plan of the phase to run next (or running)
     phase_updates: int = 0              # updates already done in that phase
     designs: list = dataclasses.field(default_factory=list)   # per cycle: configs (per designer) + purposes
-    evals: list = dataclasses.field(default_factory=list)     # per evaluation: success mean/std, score, ...
+    evals: list[Evaluation] = dataclasses.field(default_factory=list)  # per evaluation in the original game
     curve: list = dataclasses.field(default_factory=list)     # per chunk: env steps, phase, per-seed returns
     scored: dict | None = None          # RowStats of the final phase, summed (per seed, lists)
     # Per cycle: RowStats of its LLM-environment training phase, summed per bank row ([S, K] lists), so the report
@@ -38,6 +84,21 @@ class LoopState:
     first_unlock: list = dataclasses.field(default_factory=list)
     method: dict = dataclasses.field(default_factory=dict)  # the method's own state (`Method.state_dict()`)
 
+    def to_dict(self) -> dict:
+        """Its JSON (a checkpoint's `loop`)."""
+        out = dataclasses.asdict(dataclasses.replace(self, evals=[]))
+        out["evals"] = [e.to_dict() for e in self.evals]
+        return out
+
+    @classmethod
+    def from_dict(cls, loop: dict) -> LoopState:
+        """From its JSON; fields added since it was written take their defaults."""
+        loop = dict(loop)
+        old = {k: loop.pop(k) for k in _METHOD_FIELDS if k in loop}
+        if "method" not in loop:
+            loop["method"] = old
+        return cls(**{**loop, "evals": [Evaluation.from_dict(e) for e in loop.get("evals", [])]})
+
 
 # Fields that older checkpoints kept for the methods themselves (level replay's buffer, learnability's selections);
 # they now live in the method's state under the same names.
@@ -45,12 +106,8 @@ _METHOD_FIELDS = ("buffer", "buffer_draws", "row_weights", "selections")
 
 
 def load_loop_state(checkpoint: Path) -> LoopState:
-    """The LoopState saved in a checkpoint; fields added since it was written take their defaults."""
-    loop = dict(load_metadata(checkpoint)["loop"])
-    old = {k: loop.pop(k) for k in _METHOD_FIELDS if k in loop}
-    if "method" not in loop:
-        loop["method"] = old
-    return LoopState(**loop)
+    """The LoopState saved in a checkpoint (`LoopState.from_dict`)."""
+    return LoopState.from_dict(load_metadata(checkpoint)["loop"])
 
 
 def add_stats(total: dict | None, stats: RowStats) -> dict:

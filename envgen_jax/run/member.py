@@ -31,8 +31,9 @@ from envgen_jax.report import write_report
 from envgen_jax.run.compile_record import RunTiming
 from envgen_jax.run.design_step import DesignStep
 from envgen_jax.run.distributed import files_dir, from_lead, shared
-from envgen_jax.run.log import RunLog, nan_to_none
-from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
+from envgen_jax.run.log import RunLog
+from envgen_jax.run.loop_state import (Evaluation, LoopState, accumulate_env_learning, add_stats, chunk_record,
+                                       load_loop_state)
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, train_updates
 from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata
@@ -113,6 +114,17 @@ class Member:
         self.records.truncate(self.state.metrics_lines)
         self.timing.start(resumed=self.resume_from is not None)  # hook (issue 44)
         self.checkpoints = Checkpoints(self.checkpoint_dir, keep=self.cfg.output.keep_checkpoints)
+        self.log.info(f"envgen-jax: {self.cfg.method} on {self.cfg.env}, {self.cfg.num_agents} agent(s), "
+                      f"{train_updates(self.plan) * self.cfg.steps_per_update:,} env steps per seed, output in "
+                      f"{self.out}")
+
+    def initial_train_state(self, trainer):
+        """This member's TrainState: restored from its checkpoint, or fresh (blank env slots: the first chunk
+        resets)."""
+        bank, rows = self.method.bank_and_rows(self.state_where())
+        if self.resume_from is not None:
+            return trainer.restore(self.resume_from, bank, rows, seeds=self.cfg.agent_seeds)
+        return trainer.init(bank, rows, seeds=self.cfg.agent_seeds, hparams=self.cfg.agent_hparams, episodes=False)
 
     def enter_phase(self, ts) -> None:
         """Before the first chunk of a training phase in this session: the method's hook, the phase's layout."""
@@ -161,9 +173,8 @@ class Member:
     def evaluated(self, stats, cycle: int) -> None:
         """Book an evaluation in the original game (this member's host RowStats [S, K])."""
         report = report_from_stats(stats, self.env.achievement_names, [ORIGINAL_ROW], game=self.game)
-        entry = {"cycle": cycle, "final": cycle == self.cfg.schedule.cycles, "env_steps": self.state.env_steps,
-                 **report.to_dict(), "success_per_seed": nan_to_none(report.success)}
-        self.state.evals.append(entry)
+        self.state.evals.append(Evaluation.of(report, cycle, final=cycle == self.cfg.schedule.cycles,
+                                              env_steps=self.state.env_steps))
         self.records.evaluation(self.state.env_steps, report)
         self.advance()
 
@@ -175,7 +186,7 @@ class Member:
             self.state.checkpoints += 1
             self.state.method = self.method.state_dict()
             return self.checkpoints.save(self.state.checkpoints, self.train_state(ts), metadata={
-                "loop": dataclasses.asdict(self.state), "reason": reason})
+                "loop": self.state.to_dict(), "reason": reason})
 
     def close(self) -> None:
         self.timing.stop()  # hook (issue 44)
@@ -230,6 +241,16 @@ def common_checkpoints(outs: list[Path]) -> list[Path | None]:
 def concatenated(trees: list):
     """Pytrees with a leading axis, concatenated along it on the host (no program compiled per leaf shape)."""
     return jax.tree.map(lambda *x: jax.device_put(np.concatenate([np.asarray(leaf) for leaf in x])), *trees)
+
+
+def lay_out(members: list[Member]) -> None:
+    """The members' places on the agent axis: member m's agents [m * S, (m + 1) * S), its bank rows after those of
+    the members before it (one member holds the whole axis)."""
+    if len(members) > 1:
+        seeds, offset = members[0].cfg.num_agents, 0
+        for i, m in enumerate(members):
+            m.agents, m.bank_offset = slice(i * seeds, (i + 1) * seeds), offset
+            offset += m.cfg.bank_rows
 
 
 def side_by_side(cfg, given: list[tuple[Member, tuple, Any]]):

@@ -1,6 +1,6 @@
 """PPO trainer: one jit-compiled training chunk over a bank of env configs, seeds vmapped.
 
-  config.py      TrainerConfig (static; older name PPOConfig): the algorithm (PPOAlgorithm: sizes, switches, the
+  config.py      TrainerConfig (static): the algorithm (PPOAlgorithm: sizes, switches, the
                  per-agent hyperparameters' defaults), the network, the execution (ExecutionConfig: seed axis,
                  convolutions as matrix products, dtype, resets) and the agents' seeds
   encoders.py    NetworkConfig: each encoder kind's settings (fields, checks, one method building its modules)
@@ -26,12 +26,12 @@ from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_ch
 from envgen_jax.trainer.evaluate import EvalReport, Evaluator, make_evaluator, report_from_stats
 from envgen_jax.trainer.metrics import (ChunkMetrics, LossStats, RowStats, crafter_score, pool_rows, pool_seeds,
                                         success_rates, summarize, summarize_rows, timed, to_host)
-from envgen_jax.trainer.ppo import PPOConfig, TrainerConfig, TrainState, compute_gae
+from envgen_jax.trainer.ppo import TrainerConfig, TrainState, compute_gae
 from envgen_jax.trainer.factory import make_trainer
 from envgen_jax.trainer.train import Trainer, select_seeds
 
 __all__ = [
-    "TrainerConfig", "PPOConfig", "Trainer", "TrainState", "make_trainer", "compute_gae", "select_seeds",
+    "TrainerConfig", "Trainer", "TrainState", "make_trainer", "compute_gae", "select_seeds",
     "ChunkMetrics", "LossStats", "RowStats", "crafter_score", "success_rates", "summarize", "summarize_rows",
     "pool_rows", "pool_seeds", "timed", "to_host",
     "Evaluator", "EvalReport", "make_evaluator", "report_from_stats",

@@ -2,10 +2,12 @@
 sections a run configuration names, `ppo` (PPOAlgorithm: the algorithm's sizes, switches and hyperparameters),
 `network` (encoders.NetworkConfig: the encoder kind, each kind's settings, the memory) and `execution`
 (ExecutionConfig: how the agents run: the seed axis, the convolutions, the dtype, the env resets), and the agents'
-seeds (`num_seeds` from `seed`: a run's top-level `seeds` and `seed`). `PPOConfig` is its older name.
+seeds (`num_seeds` from `seed`: a run's top-level `seeds` and `seed`).
 
-    TrainerConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv"), ExecutionConfig(), num_seeds=2)
-    TrainerConfig.of(num_envs=8, network="conv", width=256, num_seeds=2)    # the same from older versions' flat keys
+    TrainerConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv", conv=ConvNet(width=256)), num_seeds=2)
+
+A run configuration's older flat keys (`ppo.width`, `ppo.seed_axis`, ...) are moved to these sections as it is read
+(`run_config.OLD_KEYS`).
 
 The numbers in `HYPERPARAMS` are also carried per agent as traced values (`ppo.Hyperparams`), so a sweep over them
 runs vmapped in one program; the config's values are their defaults.
@@ -18,7 +20,7 @@ from typing import Literal
 
 from envgen_jax.config_io import bounded, declared_problems
 from envgen_jax.schema import ConfigError, Declared
-from envgen_jax.trainer.encoders import ENCODERS, NetworkConfig
+from envgen_jax.trainer.encoders import MLPNet, NetworkConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +29,7 @@ class PPOAlgorithm:
     in HYPERPARAMS are only the defaults of the traced per-agent values (`ppo.Hyperparams` in the TrainState).
 
     Defaults follow Craftax_Baselines `ppo.py` (craftax-notes section 12) except the sizes, which are small so
-    that CPU runs stay cheap. Presets: `PPOConfig.craftax_baseline()`; the EnvGen paper's agent is
+    that CPU runs stay cheap. Presets: `TrainerConfig.craftax_baseline()`; the EnvGen paper's agent is
     configs/base/crafter_pixels.yaml (its one statement).
     """
 
@@ -127,40 +129,10 @@ class ExecutionConfig(Declared):
     PATH, WHAT = "execution.", "execution settings"
 
 
-# The flat keys of PPOConfig before it had sections (run configurations, saved runs and studies still hold them):
-# each names its place today. None: the chosen kind's own setting (`width` was each MLP's width for mlp and map,
-# the bottleneck for conv); a kind without it ignored it (conv had no depth), and so does the move.
-LEGACY_KEYS: dict[str, tuple[str, ...] | None] = {
-    "network": ("network", "kind"), "recurrent": ("network", "recurrent"),
-    "memory_size": ("network", "memory_size"), "width": None, "depth": None, "activation": None, "layer_norm": None,
-    "map_channels": ("network", "map", "channels"), "map_res_blocks": ("network", "map", "res_blocks"),
-    "conv_channels": ("network", "conv", "channels"), "conv_norm": ("network", "conv", "norm"),
-    "head_width": ("network", "conv", "head_width"), "num_seeds": ("num_seeds",), "seed": ("seed",),
-    **{f.name: ("execution", f.name) for f in dataclasses.fields(ExecutionConfig)},
-}
-
-
-def legacy_path(key: str, kind: str) -> tuple[str, ...] | None:
-    """Where the flat key `key` of an older PPOConfig lives today, the network's kind being `kind` (None: nowhere;
-    that kind never read it)."""
-    path = LEGACY_KEYS[key]
-    if path is None:
-        settings = ENCODERS.get(kind)
-        return ("network", kind, key) if settings and key in {f.name for f in dataclasses.fields(settings)} else None
-    return path
-
-
-def _replaced(obj, path: tuple[str, ...], value):
-    """`obj` (nested frozen dataclasses) with the field at `path` set to `value`."""
-    head, *rest = path
-    return dataclasses.replace(obj, **{head: _replaced(getattr(obj, head), tuple(rest), value) if rest else value})
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainerConfig:
     """A trainer's static configuration: the algorithm (`ppo`), the network, the execution and the agents' seeds
-    (`num_seeds` agents from `seed`), built from its sections. `TrainerConfig.of(num_envs=8, width=32)` reads the
-    flat keys of older versions (also over a config's sections: `TrainerConfig.of(cfg, seed_axis="map")`)."""
+    (`num_seeds` agents from `seed`), built from its sections."""
 
     ppo: PPOAlgorithm = PPOAlgorithm()
     network: NetworkConfig = NetworkConfig()
@@ -174,38 +146,6 @@ class TrainerConfig:
         if problems:
             raise ConfigError(problems, what="PPO settings")
 
-    @classmethod
-    def of(cls, base: "TrainerConfig | None" = None, **flat) -> "TrainerConfig":
-        """`base` (default: the defaults) with the flat keys of older versions, each moved to its section
-        (LEGACY_KEYS; `network` a kind's name or a NetworkConfig); every section's problems are reported together."""
-        parts = {f.name: getattr(base or cls(), f.name) for f in dataclasses.fields(cls)}
-        if isinstance(flat.get("network"), NetworkConfig):
-            parts["network"] = flat.pop("network")
-        unknown = sorted(set(flat) - set(LEGACY_KEYS) - _ALGORITHM)
-        if unknown:
-            raise TypeError(f"TrainerConfig got unexpected settings {', '.join(unknown)}")
-        kind = flat.get("network", parts["network"].kind)
-        problems: list[str] = []
-
-        def change(part, update):
-            try:
-                parts[part] = update(parts[part])
-            except ConfigError as e:
-                problems.extend(p for p in e.problems if p not in problems)
-
-        algorithm = {k: v for k, v in flat.items() if k in _ALGORITHM}  # at once: their checks involve several
-        change("ppo", lambda section: dataclasses.replace(section, **algorithm))
-        for key, value in flat.items():
-            path = None if key in _ALGORITHM else legacy_path(key, kind)
-            if path is not None:
-                change(path[0], lambda part: _replaced(part, path[1:], value) if path[1:] else value)
-        # the values asked for, also where another of the algorithm's settings was refused
-        envs, minibatches = (algorithm.get(k, getattr(parts["ppo"], k)) for k in ("num_envs", "num_minibatches"))
-        problems += _joint_problems(parts["network"].recurrent, envs, minibatches, parts["num_seeds"])
-        if problems:
-            raise ConfigError(problems, what="PPO settings")
-        return cls(**parts)
-
     @property
     def seeds(self) -> tuple[int, ...]:
         return tuple(range(self.seed, self.seed + self.num_seeds))
@@ -216,14 +156,13 @@ class TrainerConfig:
         return self.ppo.steps_per_update
 
     @classmethod
-    def craftax_baseline(cls, **overrides) -> "TrainerConfig":
-        """Craftax_Baselines ppo.py (1024 envs x 64 steps, 4 epochs x 8 minibatches, lr 2e-4 annealed, gamma .99,
-        lambda .8, clip .2, ent .01, vf .5, grad norm 1.0, 3 x 512 tanh). Set total_updates for the anneal
-        (1e9 steps = 15,258 updates). `overrides`: flat keys."""
-        base = dict(num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.99, gae_lambda=0.8,
-                    clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=1.0, lr=2e-4, anneal_lr=True,
-                    total_updates=15258, width=512, depth=3, activation="tanh")
-        return cls.of(**{**base, **overrides})
+    def craftax_baseline(cls) -> "TrainerConfig":
+        """Craftax_Baselines ppo.py (1024 envs x 64 steps, 4 epochs x 8 minibatches, lr 2e-4 annealed over 15,258
+        updates (1e9 steps), gamma .99, lambda .8, clip .2, ent .01, vf .5, grad norm 1.0, 3 x 512 tanh)."""
+        return cls(PPOAlgorithm(num_envs=1024, num_steps=64, update_epochs=4, num_minibatches=8, gamma=0.99,
+                                gae_lambda=0.8, clip_eps=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=1.0, lr=2e-4,
+                                anneal_lr=True, total_updates=15258),
+                   NetworkConfig(mlp=MLPNet(width=512, depth=3, activation="tanh")))
 
 
 def _joint_problems(recurrent: str, envs, minibatches, num_seeds) -> list[str]:
@@ -237,6 +176,3 @@ def _joint_problems(recurrent: str, envs, minibatches, num_seeds) -> list[str]:
         problems.append(f"num_seeds: {num_seeds!r} must be an integer >= 1")
     return problems
 
-
-_ALGORITHM = frozenset(f.name for f in dataclasses.fields(PPOAlgorithm))
-PPOConfig = TrainerConfig  # its older name, which most of the package and the tests still import

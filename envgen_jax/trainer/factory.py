@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from envgen_jax.trainer.config import PPOConfig
+from envgen_jax.trainer.config import TrainerConfig
 from envgen_jax.trainer.replay import ReplayTrainer
 from envgen_jax.trainer.reuse import reused
 from envgen_jax.trainer.train import Trainer
 
 
-def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler=None) -> Trainer:
+def make_trainer(env, cfg: TrainerConfig, venv=None, level_sampler=None) -> Trainer:
     """A Trainer for `env` (the project's env protocol) and `cfg`. `venv` overrides the default
     `VecEnv(env, cfg.num_envs[, cfg.resets_per_step])`. With `level_sampler` (robust PLR,
     `trainer.level_sampler.LevelSampler`) a `replay.ReplayTrainer`: where rows are `layouts.REPLAY` every episode's
@@ -22,7 +22,7 @@ def make_trainer(env, cfg: PPOConfig, venv=None, level_sampler=None) -> Trainer:
     return reused(("trainer", env, cfg, level_sampler), lambda: _build_trainer(env, cfg, None, level_sampler))
 
 
-def _build_trainer(env, cfg: PPOConfig, venv, level_sampler) -> Trainer:
+def _build_trainer(env, cfg: TrainerConfig, venv, level_sampler) -> Trainer:
     if level_sampler is None:
         return Trainer(env, cfg, venv)
     return ReplayTrainer(env, cfg, venv, level_sampler)

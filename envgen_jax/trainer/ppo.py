@@ -8,7 +8,7 @@ then `update_epochs` x `num_minibatches` Adam steps in two nested scans. Pure fu
 
 * `rows`: the VecEnv layout (i32[N] fixed rows, or a `RowSampler`); `grad_rows`, data like the bank: the rows
   whose steps count in the loss (robust level replay, `trainer.replay`); None takes exactly the unmasked path.
-* `PPOConfig` is static (shapes, loop sizes, switches); the numbers that change no shape (`Hyperparams`: lr, gamma,
+* `TrainerConfig` is static (shapes, loop sizes, switches); the numbers that change no shape (`Hyperparams`: lr, gamma,
   GAE lambda, clip, loss weights) are traced values in the TrainState, so a sweep over them is a vmap.
 * Time limits: `StepInfo.truncated` is kept apart from `done`. With `bootstrap_truncated` (default) a truncated
   step bootstraps from V(s_t) (the final observation is not available after the auto-reset, and the value of the
@@ -26,11 +26,11 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from envgen_jax.trainer.config import HYPERPARAMS, PPOAlgorithm, PPOConfig, TrainerConfig
+from envgen_jax.trainer.config import HYPERPARAMS, PPOAlgorithm, TrainerConfig
 from envgen_jax.trainer.metrics import LossStats
 from envgen_jax.trainer.networks import Agent, policy
 
-__all__ = ["TrainerConfig", "PPOConfig", "PPOAlgorithm", "HYPERPARAMS", "Hyperparams", "ValueNorm", "TrainState",
+__all__ = ["TrainerConfig", "PPOAlgorithm", "HYPERPARAMS", "Hyperparams", "ValueNorm", "TrainState",
            "Transition", "UpdateOut", "PPO", "compute_gae"]
 
 
@@ -141,7 +141,7 @@ class PPO:
     """PPO for one static config, one network and one vector env. `minibatches`: `trainer.minibatch.minibatcher`
     (single steps, or whole sequences for a recurrent agent)."""
 
-    cfg: PPOAlgorithm  # the trainer's PPOConfig.ppo
+    cfg: PPOAlgorithm  # the trainer's TrainerConfig.ppo
     agent: Agent
     venv: Any
     minibatches: Callable

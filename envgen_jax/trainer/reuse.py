@@ -5,8 +5,8 @@ program still cost seconds every run.)
 
     trainer = reused(("trainer", env, cfg, level_sampler), lambda: Trainer(env, cfg))
 
-Keys are values (frozen dataclasses: the env, the PPOConfig, the level sampler, the evaluation's sizes); a key that is
-not hashable builds a fresh object every time. The most recent `MAX_KEPT` are kept (each holds its compiled
+Keys are values (frozen dataclasses: the env, the TrainerConfig, the level sampler, the evaluation's sizes); a key
+that is not hashable builds a fresh object every time. The most recent `MAX_KEPT` are kept (each holds its compiled
 programs). `ENVGEN_JAX_REUSE_PROGRAMS=0` turns reuse off (every run builds its own, as before).
 """
 

@@ -1,6 +1,6 @@
 """PPO in one jit-compiled training chunk, with independent agents (seeds) vmapped.
 
-    trainer = make_trainer(env, PPOConfig(...))        # trainer.factory
+    trainer = make_trainer(env, TrainerConfig(...))        # trainer.factory
     ts = trainer.init(bank, rows)                      # TrainState, leading seed axis [S] on every leaf
     ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=8)   # jitted; `ts` is donated
     host = to_host(metrics)                            # ChunkMetrics: RowStats [S, K], LossStats [S, U]
@@ -15,7 +15,7 @@ EnvGen LLM step goes there). With a level sampler (robust PLR) `make_trainer` gi
   episode's row drawn from probs) are traced arguments: new values never recompile; a new K or N does (it changes
   shapes). Per-seed configs (one LLM per seed): stack every seed's rows into one bank and give rows [S, N] pointing
   into each seed's block.
-* `PPOConfig` is static (frozen, hashable): shapes, loop sizes and switches are part of the compiled program, so a
+* `TrainerConfig` is static (frozen, hashable): shapes, loop sizes and switches are part of the compiled program, so a
   new config compiles a new trainer. The per-agent numbers (`ppo.Hyperparams`: lr, gamma, ...) are traced values in
   the TrainState, taken from the config unless `init(hparams=...)` gives others.
 * Seeds: seed `s` starts from `jax.random.PRNGKey(s)`; `init(seeds=[3])` trains exactly the agent that is row i of
@@ -40,10 +40,10 @@ from envgen_jax.trainer.layouts import draws_rows, layout, rows_axis
 from envgen_jax.trainer.encoders import make_network as build_network
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
 from envgen_jax.trainer.networks import ActorCritic, Agent
-from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOConfig, TrainState, ValueNorm
+from envgen_jax.trainer.ppo import HYPERPARAMS, PPO, Hyperparams, PPOAlgorithm, TrainerConfig, TrainState, ValueNorm
 
 
-def default_vecenv(env, cfg: PPOConfig, num_envs: int) -> VecEnv:
+def default_vecenv(env, cfg: TrainerConfig, num_envs: int) -> VecEnv:
     return VecEnv(env, num_envs, cfg.execution.resets_per_step)
 
 
@@ -84,13 +84,32 @@ def seed_keys(seeds: Sequence[int]) -> np.ndarray:
     return np.stack([prng_key(s) for s in seeds])
 
 
-def make_network(env, cfg: PPOConfig) -> ActorCritic:
+def agent_hparams(ppo: PPOAlgorithm, values: dict | None = None, count: int | None = None) -> Hyperparams:
+    """Hyperparams for `count` agents (a leading axis), from the algorithm's settings `ppo` with `values`
+    overriding: each a number or a sequence of `count` numbers (one per agent)."""
+    values = dict(values or {})
+    unknown = sorted(set(values) - set(HYPERPARAMS))
+    if unknown:
+        raise ConfigError([f"hparams: {', '.join(unknown)} cannot vary per agent (one of {', '.join(HYPERPARAMS)})"],
+                          what="PPO settings")
+    out = {}
+    for name in HYPERPARAMS:
+        v = np.asarray(values.get(name, getattr(ppo, name)), np.float32)
+        if count is not None:
+            v = np.broadcast_to(v, (count,)) if v.ndim == 0 else v
+            if v.shape != (count,):
+                raise ConfigError([f"hparams.{name}: {v.shape[0]} values for {count} agents"], what="PPO settings")
+        out[name] = jax.device_put(np.ascontiguousarray(v))
+    return Hyperparams(**out)
+
+
+def make_network(env, cfg: TrainerConfig) -> ActorCritic:
     """The actor-critic of `cfg.network` for `env`'s observations (ConfigError where its encoder cannot read them)."""
     return build_network(env, cfg.network, cfg.execution.compute_dtype, cfg.execution.conv_as_matmul)
 
 
 class Trainer:
-    """PPO trainer for one env and one static PPOConfig. Build with `factory.make_trainer(env, cfg)`.
+    """PPO trainer for one env and one static TrainerConfig. Build with `factory.make_trainer(env, cfg)`.
 
     Public:
       init(bank, rows, seeds=None, hparams=None, episodes=True) -> TrainState  (jitted; episodes=False: blank
@@ -110,7 +129,7 @@ class Trainer:
     Counters are int32: env_steps overflows past 2.1e9 env steps per seed.
     """
 
-    def __init__(self, env, cfg: PPOConfig, venv=None):
+    def __init__(self, env, cfg: TrainerConfig, venv=None):
         self.env, self.cfg = env, cfg
         self.venv = venv if venv is not None else default_vecenv(env, cfg, cfg.ppo.num_envs)
         self.obs_shape, self.num_actions = tuple(env.obs_shape), int(env.num_actions)
@@ -131,22 +150,8 @@ class Trainer:
         self.ahead = AheadOfTime()  # train_chunk programs compiled in a thread (`precompile_chunk`)
 
     def hparams(self, values: dict | None = None, count: int | None = None) -> Hyperparams:
-        """Hyperparams for `count` agents (a leading axis), from the config with `values` overriding: each a
-        number or a sequence of `count` numbers (one per agent)."""
-        values = dict(values or {})
-        unknown = sorted(set(values) - set(HYPERPARAMS))
-        if unknown:
-            raise ConfigError([f"hparams: {', '.join(unknown)} cannot vary per agent (one of {', '.join(HYPERPARAMS)})"],
-                              what="PPO settings")
-        out = {}
-        for name in HYPERPARAMS:
-            v = np.asarray(values.get(name, getattr(self.cfg.ppo, name)), np.float32)
-            if count is not None:
-                v = np.broadcast_to(v, (count,)) if v.ndim == 0 else v
-                if v.shape != (count,):
-                    raise ConfigError([f"hparams.{name}: {v.shape[0]} values for {count} agents"], what="PPO settings")
-            out[name] = jax.device_put(np.ascontiguousarray(v))
-        return Hyperparams(**out)
+        """Hyperparams for `count` agents from the config's, `values` overriding (`agent_hparams`)."""
+        return agent_hparams(self.cfg.ppo, values, count)
 
     def agent_state(self, state) -> TrainState:
         return state
@@ -242,15 +247,8 @@ class Trainer:
         return self.ppo.update(state, bank, rows)
 
     def _chunk_one(self, state, bank, rows, num_updates: int):
-        num_rows = bank.num_rows
-        acc0 = RowStats.zeros(num_rows, len(self.achievement_names))
-
-        def body(carry, _):
-            state, acc = carry
-            state, out = self._update(state, bank, rows)
-            return (state, acc + row_stats_from_steps(out.infos, num_rows)), out.losses
-
-        (state, acc), losses = jax.lax.scan(body, (state, acc0), None, length=num_updates)
+        state, acc, losses = updates_scanned(self._update, state, bank, rows, num_updates,
+                                             len(self.achievement_names))
         ts = self.agent_state(state)
         return state, ChunkMetrics(rows=acc, losses=losses, env_steps=ts.env_steps, update_step=ts.update_step)
 
@@ -289,6 +287,20 @@ class Trainer:
         args = _chunk_arguments(ts, bank, rows, reset)
         compiled = self.ahead.get(args, {"num_updates": num_updates})
         return compiled(*args) if compiled is not None else self._chunk_jit(*args, num_updates=num_updates)
+
+
+def updates_scanned(update, state, bank, rows, num_updates: int, num_achievements: int):
+    """`num_updates` calls of `update` (state, bank, rows) -> (state, UpdateOut) in one scan: (state, the episodes'
+    RowStats [K] summed, LossStats [num_updates])."""
+
+    def body(carry, _):
+        state, acc = carry
+        state, out = update(state, bank, rows)
+        return (state, acc + row_stats_from_steps(out.infos, bank.num_rows)), out.losses
+
+    (state, acc), losses = jax.lax.scan(body, (state, RowStats.zeros(bank.num_rows, num_achievements)), None,
+                                        length=num_updates)
+    return state, acc, losses
 
 
 def _reset_where(reset_one, state, bank, rows, flag):
