@@ -94,7 +94,7 @@ def devices_line(cfg) -> str:
 def cmd_train(args) -> int:
     join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
-    from envgen_jax.run.distributed import lead_decides
+    from envgen_jax.run.distributed import lead_decides, set_resume_note
     from envgen_jax.run.loop import EnvGenRun, check_no_run_there
     from envgen_jax.run.parts import RunParts, checkpoint_bytes, parameter_count
     from envgen_jax.run.plan import describe_plan
@@ -124,14 +124,15 @@ def cmd_train(args) -> int:
     print(f"compilation cache: {configure_compile_cache(cfg.output.compile_cache) or 'off'}")
     print(f"devices: {devices}")
     run = EnvGenRun.resume(out, parts=parts) if args.resume else EnvGenRun(cfg, out, parts=parts)
+    every = "  (on every process, with its flags)" if _several() else ""
+    note = f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}{every}"
+    set_resume_note(note)  # for the line a lost process 0 ends the others with
     start = time.monotonic()
     try:
         run.run()
     except (Exception, KeyboardInterrupt) as e:
         if (out / "config.yaml").exists():
-            every = "  (on every process, with its flags)" if _several() else ""
-            e.add_note(f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}"
-                       + every)
+            e.add_note(note)
         raise
     print(f"finished in {time.monotonic() - start:.0f}s: {out / 'report.md'}")
     return 0
