@@ -212,6 +212,7 @@ def add_study_command(commands) -> None:
 def cmd_study(args) -> int:
     join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
+    from envgen_jax.run.distributed import joined, set_resume_note
     from envgen_jax.study import resolve, run_study
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -224,7 +225,15 @@ def cmd_study(args) -> int:
         print(f"\ndry run: the settings are valid; nothing trained, nothing written (study directory: {out})")
         return 0
     configure_compile_cache(settings.run_config(settings.methods[0]).output.compile_cache)
-    return run_study(settings, out, schedule=args.schedule)
+    if not joined():
+        return run_study(settings, out, schedule=args.schedule)
+    note = "Nothing checkpointed was lost: the same command, on every process, resumes the study."
+    set_resume_note(note)  # for the line a lost process 0 ends the others with
+    try:
+        return run_study(settings, out, schedule=args.schedule)
+    except Exception as e:  # a process of the study is gone (the study keeps going past its methods' own errors)
+        e.add_note(note)
+        raise
 
 
 def replay_settings(items: list[str], methods) -> dict[str, str]:

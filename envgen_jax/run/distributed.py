@@ -99,7 +99,8 @@ def _from_launcher(timeout_s: float) -> tuple:
     launcher; all None where it cannot (JAX then tries itself, in `initialize`, without the relay)."""
     try:
         from jax._src.clusters import ClusterEnv  # what jax.distributed.initialize calls, in jax 0.10 and 0.11
-        return tuple(ClusterEnv.auto_detect_unset_distributed_params(None, None, None, None, None, int(timeout_s)))
+        return tuple(ClusterEnv.auto_detect_unset_distributed_params(
+            os.environ.get("JAX_COORDINATOR_ADDRESS"), None, None, None, None, int(timeout_s)))
     except Exception:  # noqa: BLE001 -- another jax: its own detection applies
         return None, None, None, None
 
@@ -129,7 +130,7 @@ def _wait_for_coordinator(address: str, timeout_s: float, who: str) -> None:
 # of the run, the relay or the main thread's error handler (`take_the_exit`), says why; the other stays silent. A
 # normal exit takes the explanation first (atexit, before JAX's shutdown), and process 0 leaves only after that
 # shutdown's barrier, which every process must reach.
-_GRACE_S = 0.5  # a lost process 0 waits this long: it may have stopped on an error the others are raising too
+_GRACE_S = 0.5  # seconds between a dropped connection to process 0 and the look whether it is still there
 _KEEPALIVE = {"TCP_KEEPIDLE": 5, "TCP_KEEPINTVL": 2, "TCP_KEEPCNT": 3}  # a host gone silent: lost within ~11 s
 _exit = threading.Lock()  # held by whoever explains the end of the run
 _resume_note: list[str] = []
@@ -172,14 +173,21 @@ def _relay(listener: socket.socket, coordinator: tuple[str, int]) -> None:
 
 
 def _copy(source: socket.socket, sink: socket.socket, coordinator: tuple[str, int] | None) -> None:
-    """Bytes from `source` to `sink` until `source` ends; `coordinator`: the source is process 0's service."""
+    """Bytes from `source` to `sink` until `source` ends. From JAX's client (`coordinator` None): then the
+    connection to process 0 is shut, and the copy the other way decides. From process 0 (`coordinator` its
+    address): a process 0 still there closed it, and JAX's client sees it closed; else this process ends."""
     try:
         while data := source.recv(1 << 16):
             sink.sendall(data)
     except OSError:
         pass
-    if coordinator is not None and _joined and not _reachable(coordinator):
-        time.sleep(_GRACE_S)
+    if coordinator is None:
+        try:
+            sink.shutdown(socket.SHUT_RDWR)  # never the client's end: JAX's client must not see process 0 gone
+        except OSError:
+            pass
+        return
+    if _joined and not _reachable(coordinator):
         if take_the_exit():
             note = _resume_note or ["Nothing checkpointed was lost: the same command, on every process, resumes "
                                     "the run."]
@@ -187,13 +195,20 @@ def _copy(source: socket.socket, sink: socket.socket, coordinator: tuple[str, in
                              "be reached", *note]), file=sys.stderr, flush=True)
             os._exit(2)
         return
-    for s in (source, sink):  # one side closed its connection: JAX's client opens another if it needs one
+    for s in (source, sink):
         s.close()
 
 
 def _reachable(address: tuple[str, int]) -> bool:
+    """Whether process 0 still accepts connections, a moment after one dropped (a killed process closes its
+    connections a little before its listening socket, and it may have stopped on an error this process is raising
+    too: its main thread then explains the end)."""
+    time.sleep(_GRACE_S)
     try:
-        socket.create_connection(address, timeout=5).close()
+        with socket.create_connection(address, timeout=5) as probe:
+            probe.settimeout(1)
+            return probe.recv(1) != b""  # a server that speaks first, or waits for us: there
+    except TimeoutError:
         return True
     except OSError:
         return False
