@@ -242,3 +242,32 @@ def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_pac
     assert len(errors) == 1, proc.stderr
     assert errors[0].startswith(f"error: process 1 of 2: could not join the run at localhost:{port} within 3s (")
     assert not (tmp_path / "alone").exists()
+
+
+# Two processes joined the way a launcher starts them (SLURM's variables, no flags); process 0 then dies.
+LAUNCHED = """
+import os, time
+from jax.experimental.multihost_utils import sync_global_devices
+from envgen_jax.run import distributed
+assert distributed.initialize()
+sync_global_devices("joined")
+if distributed.is_lead():
+    os.kill(os.getpid(), 9)
+time.sleep(60)
+"""
+
+
+def test_under_a_launcher_a_lost_process_0_ends_the_other_with_one_line():
+    """Process 0 hosts JAX's coordination service: without the relay (`run.distributed`), JAX's runtime ends the
+    other process with its own fatal error the moment the service's connection drops."""
+    slurm = {"SLURM_JOB_ID": "1", "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2",
+             "JAX_COORDINATOR_PORT": str(_free_port())}
+    procs = [subprocess.Popen([sys.executable, "-c", LAUNCHED], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**os.environ, **slurm, "JAX_PLATFORMS": "cpu",
+                                                           "SLURM_PROCID": str(i), "SLURM_LOCALID": str(i)})
+             for i in range(2)]
+    (killed, _, _), (status, _, stderr) = _finish(procs, timeout=120)
+    assert killed == -signal.SIGKILL and status == 2, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: process 1 of 2: process 0 of the run (the coordinator) stopped or cannot be reached"]
+    assert "Terminating process" not in stderr and "resumes the run" in stderr

@@ -35,7 +35,7 @@ from envgen_jax.run.log import RunLog, nan_to_none
 from envgen_jax.run.loop_state import LoopState, accumulate_env_learning, add_stats, chunk_record, load_loop_state
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, train_updates
-from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata
+from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, saved_steps
 from envgen_jax.trainer.evaluate import report_from_stats
 from envgen_jax.trainer.train import select_seeds
 
@@ -203,9 +203,8 @@ def checkpoints_by_steps(out: Path) -> list[tuple[int, int, Path]]:
     directory = (Path(out) / "checkpoints").absolute()
     if not directory.is_dir():
         return []
-    with Checkpoints(directory) as manager:
-        steps = manager.all_steps()
-    found = [(int(load_metadata(directory / str(s))["loop"]["env_steps"]), s, directory / str(s)) for s in steps]
+    found = [(int(load_metadata(directory / str(s))["loop"]["env_steps"]), s, directory / str(s))
+             for s in saved_steps(directory)]
     return sorted(found, key=lambda x: x[1])
 
 
