@@ -15,7 +15,9 @@ an evaluation's results gathered from every process (`trainer.metrics.to_host`, 
   * Checkpoints are orbax's multi-process ones, in the run directory's `checkpoints/`: every process writes its own
     shards there (a filesystem every host sees), process 0 the rest; a restore reads them back on every process.
   * A process that dies or cannot reach the coordinator ends the others' run with one line (`explain_failure`;
-    exit status 2); the same command with `--resume OUT`, on every process, continues from the last checkpoint.
+    exit status 2); when process 0 dies, a relay to its coordination service says so (`_relay_to`) before JAX's
+    runtime would end the others with its own fatal error. The same command (`train`: with `--resume OUT`), on
+    every process, continues from the last checkpoint.
 """
 
 from __future__ import annotations
