@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         status, message = explain(e)
         from envgen_jax.run.distributed import joined, take_the_exit
-        if joined() and not take_the_exit():  # process 0 is gone, and its watcher is saying so
+        if joined() and not take_the_exit():  # process 0 is gone, and the relay is saying so (run.distributed)
             threading.Event().wait()
         _report(message, e)
         if joined():

@@ -134,13 +134,13 @@ def _wait_for_coordinator(address: str, timeout_s: float, who: str) -> None:
 # shutdown's barrier, which every process must reach.
 _GRACE_S = 0.5  # seconds between a dropped connection to process 0 and the look whether it is still there
 _KEEPALIVE = {"TCP_KEEPIDLE": 5, "TCP_KEEPINTVL": 2, "TCP_KEEPCNT": 3}  # a host gone silent: lost within ~11 s
-_exit = threading.Lock()  # held by whoever explains the end of the run
+_explained = threading.Lock()  # held by whoever explains the end of the run
 _resume_note: list[str] = []
 
 
 def take_the_exit() -> bool:
     """Claim the explanation of this process's end (True), or learn that the relay already has it."""
-    return _exit.acquire(blocking=False)
+    return _explained.acquire(blocking=False)
 
 
 def set_resume_note(note: str) -> None:
@@ -207,13 +207,17 @@ def _reachable(address: tuple[str, int]) -> bool:
     too: its main thread then explains the end)."""
     time.sleep(_GRACE_S)
     try:
-        with socket.create_connection(address, timeout=5) as probe:
-            probe.settimeout(1)
-            return probe.recv(1) != b""  # a server that speaks first, or waits for us: there
-    except TimeoutError:
-        return True
+        probe = socket.create_connection(address, timeout=5)
     except OSError:
         return False
+    with probe:
+        probe.settimeout(1)
+        try:
+            return probe.recv(1) != b""  # a server that speaks first: there; one that closes at once: going
+        except TimeoutError:
+            return True  # one that waits for us to speak: there
+        except OSError:
+            return False
 
 
 class ProcessLost(RuntimeError):
