@@ -3,11 +3,14 @@ port from the OS, one CPU device per process, gloo collectives), through `envgen
 
 The run is the golden runs' tiny shape (tests/golden.py), one cycle, on the toy game of tests/test_games.py (a
 corridor of 8 cells, whose programs compile in seconds) with method=random, whose design step runs on process 0 and
-reaches the other process. Over two processes it runs as a fused study of random and ppo (methods x seeds = 4
-agents on one axis, 2 per process), so that the study runner and the fused driver are covered too; the same study in
-one process with two devices is its reference, bit for bit, and the plain run on one device that of its random
-member, to float rounding. A killed process and an unreachable coordinator follow, with the plain run over two
-processes against one process with two devices. Every child process has a time limit, so the tests end by
+reaches the other process. Over two processes it runs as a study of random and ppo fused (methods x seeds = 4 agents
+on one axis, 2 per process) and sfl (a group of its own: its level sampler's rows are drawn on the device and its
+selections read the sharded TrainState), so that the study runner, the fused driver and the level-replay methods are
+covered too; the same study in one process with two devices is its reference, bit for bit, and the plain run on one
+device that of its random member, to float rounding. The plain run with every agent's envs spread over the two
+processes (`execution.shard=envs`: gradients cross processes) matches the run on one device too. Then the fused
+group is killed twice, process 1 and then process 0 (the coordinator), and resumed each time to the same outputs;
+and a process that cannot reach the coordinator says so. Every child process has a time limit, so the tests end by
 themselves."""
 
 import json
@@ -30,8 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # 2 agents (seeds), one per device; one cycle (design, 2 + 2 chunks, evaluation), then 2 chunks and the final one
 RUN = golden.TINY + ["env=toy", "method=random", "schedule.cycles=1", "schedule.final_steps=256"]
 LIMIT_S = 600  # each child process, at most
-TIMING_REPORT = golden.TIMING_REPORT
-TIMING_METRICS = golden.TIMING_METRICS
+# sfl at its smallest: 4 random configurations measured (one episode each) at each selection, 2 kept, every 2 updates
+SFL = ["method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options.sfl.refresh_updates=2",
+       "method_options.sfl.rollouts_per_level=1", "method_options.sfl.rollout_steps=64"]
+FUSED = ("study", "--methods", "random,ppo", "--schedule", "fused")
 
 # The CLI in a child process, with the toy game registered (its package is written to the folder in argv[1]).
 CHILD = """
@@ -78,10 +83,17 @@ def _finish(procs: list[subprocess.Popen], timeout: float = LIMIT_S) -> list[tup
     return out
 
 
-def _train(packages: Path, out: Path, processes: int = 1, devices: int = 1, command: tuple = ("train",)) -> None:
-    args = [*command, "--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(out)]
-    for status, _, stderr in _finish(_start(packages, args, processes, devices)):
+def _args(out: Path, command: tuple = ("train",), more: tuple = ()) -> list[str]:
+    return [*command, "--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, *more, "--out", str(out)]
+
+
+def _train(packages: Path, out: Path, processes: int = 1, devices: int = 1, command: tuple = ("train",),
+           more: tuple = ()) -> str:
+    """The run's stdout (process 0's)."""
+    results = _finish(_start(packages, _args(out, command, more), processes, devices))
+    for status, _, stderr in results:
         assert status == 0, stderr[-3000:]
+    return results[0][1]
 
 
 @pytest.fixture(scope="module")
@@ -93,25 +105,24 @@ def toy_packages(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(toy_packages, tmp_path_factory):
-    """The fused study of random and ppo over two processes of one device each and in one process with two devices;
-    the plain random run in one process with two devices and on one device."""
+    """The study of random and ppo (fused) and sfl over two processes of one device each and in one process with
+    two devices; the plain random run on one device, and over two processes with the envs layout."""
     base = tmp_path_factory.mktemp("runs")
-    study = ("study", "--methods", "random,ppo", "--schedule", "fused")
-    _train(toy_packages, base / "study", processes=2, command=study)
-    _train(toy_packages, base / "study_two_devices", devices=2, command=study)
-    _train(toy_packages, base / "two_devices", devices=2)
+    study = ("study", "--methods", "random,ppo,sfl", "--schedule", "fused")
+    _train(toy_packages, base / "study", processes=2, command=study, more=SFL)
+    _train(toy_packages, base / "study_two_devices", devices=2, command=study, more=SFL)
     _train(toy_packages, base / "one_device")
+    envs_log = _train(toy_packages, base / "envs", processes=2, more=["execution.shard=envs"])
     return {"study": base / "study", "study_two_devices": base / "study_two_devices",
-            "two_devices": base / "two_devices", "one_device": base / "one_device"}
+            "one_device": base / "one_device", "envs": base / "envs", "envs_log": envs_log}
 
 
 def _metrics(run: Path) -> list[dict]:
-    return [{k: v for k, v in json.loads(line).items() if k not in TIMING_METRICS}
-            for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return golden.strip_metrics((run / "metrics.jsonl").read_text())
 
 
 def _report(run: Path) -> dict:
-    return {k: v for k, v in json.loads((run / "report.json").read_text()).items() if k not in TIMING_REPORT}
+    return golden.strip_report(json.loads((run / "report.json").read_text()))
 
 
 def _final_state(run: Path) -> dict:
@@ -128,65 +139,95 @@ def _final_state(run: Path) -> dict:
     return {jax.tree_util.keystr(p): np.asarray(x) for p, x in jax.tree_util.tree_leaves_with_path(state)}
 
 
-def test_a_fused_study_over_two_processes_trains_exactly_as_one_process_with_two_devices(runs):
+def _assert_same_state(a: Path, b: Path, what: str) -> None:
+    x, y = _final_state(a), _final_state(b)
+    assert x.keys() == y.keys() and any("params" in k for k in x)
+    for k in x:
+        np.testing.assert_array_equal(x[k], y[k], err_msg=f"{what} {k}")
+
+
+def _assert_as_one_device(run: Path, one_device: Path) -> None:
+    """The same episodes, evaluations and scores; losses and parameters to float32 rounding (the devices batch the
+    agents' matrix products, or sum the minibatches' gradients, in another order)."""
+    assert _report(run) == _report(one_device)
+    a, c = _final_state(run), _final_state(one_device)
+    for k in a:
+        np.testing.assert_allclose(a[k], c[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    for x, y in zip(_metrics(run), _metrics(one_device), strict=True):
+        assert {k: v for k, v in x.items() if k != "losses"} == {k: v for k, v in y.items() if k != "losses"}
+        np.testing.assert_allclose(list(x["losses"].values()), list(y["losses"].values()), rtol=1e-5, atol=1e-7)
+
+
+def test_a_study_over_two_processes_trains_exactly_as_one_process_with_two_devices(runs):
     study, reference = runs["study"], runs["study_two_devices"]
     # process 0 wrote the study's and every run's files, once (the other wrote its own to a scratch folder)
     assert sorted(p.name for p in study.iterdir()) == sorted(p.name for p in reference.iterdir())
-    for method in ("random", "ppo"):
+    for method in ("random", "ppo", "sfl"):
         run = study / method
         assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in (reference / method).iterdir())
         assert len((run / "sessions.jsonl").read_text().splitlines()) == 1
         assert len((run / "metrics.jsonl").read_text().splitlines()) == 6  # 6 chunks
     summary = json.loads((study / "study.json").read_text())["methods"]
-    assert sorted(summary) == ["ppo", "random"] and all(m["status"] == "finished" for m in summary.values())
+    assert sorted(summary) == ["ppo", "random", "sfl"] and all(m["status"] == "finished" for m in summary.values())
     # random's design step ran on process 0 and reached the other
     assert json.loads((study / "random" / "environments" / "cycle_1.json").read_text())["environments"]
+    # sfl selected its rows from measurements gathered from both processes
+    assert [line for line in _metrics(study / "sfl") if "selection" in line]
     # 2 processes x 1 device = 1 process x 2 devices, bit for bit, every member: the same program on the same pieces
-    for method in ("random", "ppo"):
+    for method in ("random", "ppo", "sfl"):
         a, b = study / method, reference / method
         assert _report(a) == _report(b) and _metrics(a) == _metrics(b), method
-        x, y = _final_state(a), _final_state(b)
-        assert x.keys() == y.keys() and any("params" in k for k in x)
-        for k in x:
-            np.testing.assert_array_equal(x[k], y[k], err_msg=f"{method} {k}")
-    # the fused random member = the random run alone on one device: the same episodes, evaluations and scores;
-    # losses and parameters to float32 rounding (the devices batch the agents' matrix products differently)
-    two_processes, one_device = study / "random", runs["one_device"]
-    assert _report(two_processes) == _report(one_device)
-    a, c = _final_state(two_processes), _final_state(one_device)
-    for k in a:
-        np.testing.assert_allclose(a[k], c[k], rtol=1e-5, atol=1e-6, err_msg=k)
-    for x, y in zip(_metrics(two_processes), _metrics(one_device), strict=True):
-        assert {k: v for k, v in x.items() if k != "losses"} == {k: v for k, v in y.items() if k != "losses"}
-        np.testing.assert_allclose(list(x["losses"].values()), list(y["losses"].values()), rtol=1e-5, atol=1e-7)
+        _assert_same_state(a, b, method)
+    # the fused random member = the random run alone on one device
+    _assert_as_one_device(study / "random", runs["one_device"])
+
+
+def test_the_envs_layout_over_two_processes_trains_as_one_device(runs):
+    assert "devices: envs over 2 devices: 4 of each agent's 8 env slots per device" in runs["envs_log"]
+    _assert_as_one_device(runs["envs"], runs["one_device"])
+
+
+def _kill_when_three_chunks_recorded(procs: list[subprocess.Popen], metrics: Path, victim: int, since: int) -> str:
+    """Kill process `victim` once `metrics` has 3 chunks written after `since` (time.time_ns(): a resumed run first
+    cuts it back to its checkpoint's); the survivor's stderr, once it stopped with exit status 2 and one line."""
+    deadline = time.monotonic() + LIMIT_S
+    # 3 of the 6 chunks: the design step's checkpoint is written, the cycle's is still to come
+    while not (metrics.exists() and metrics.stat().st_mtime_ns > since
+               and len(metrics.read_text().splitlines()) >= 3):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), _finish(procs, 1)
+        time.sleep(0.1)
+    procs[victim].send_signal(signal.SIGKILL)
+    (status, _, stderr), = _finish([procs[1 - victim]], timeout=120)  # it stops by itself, well within the limit
+    procs[victim].communicate()
+    assert status == 2, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "stopped or cannot be reached" in errors[0], stderr
+    assert "Traceback" not in stderr and "Terminating process" not in stderr, stderr  # JAX's own fatal error
+    assert "the same command, on every process, resumes" in stderr
+    return errors[0]
 
 
 def test_a_killed_process_stops_the_run_with_one_line_and_the_resumed_run_finishes_identical(runs, toy_packages,
                                                                                             tmp_path):
+    """The fused group of random and ppo, killed twice: process 1, then in the resumed run process 0, which hosts
+    JAX's coordination service (the other then ends with our line, not JAX's fatal error)."""
     out = tmp_path / "killed"
-    args = ["train", "--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(out)]
-    procs = _start(toy_packages, args, processes=2)
-    metrics = out / "metrics.jsonl"
-    deadline = time.monotonic() + LIMIT_S
-    # 3 of the 6 chunks are recorded: the design step's checkpoint is written, the cycle's is still to come
-    while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 3):
-        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), _finish(procs, 1)
-        time.sleep(0.1)
-    procs[1].send_signal(signal.SIGKILL)
-    (status, _, stderr), _ = _finish(procs, timeout=120)  # the survivor stops by itself, well within the limit
-    assert status == 2, stderr[-3000:]
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "another process of the run stopped or cannot be reached" in errors[0], stderr
-    assert "Traceback" not in stderr and "--resume" in stderr
-
-    for status, _, stderr in _finish(_start(toy_packages, ["train", "--resume", str(out)], processes=2)):
+    args = _args(out, FUSED, SFL)
+    since = time.time_ns()
+    _kill_when_three_chunks_recorded(_start(toy_packages, args, processes=2), out / "random" / "metrics.jsonl",
+                                     victim=1, since=since)
+    since = time.time_ns()
+    line = _kill_when_three_chunks_recorded(_start(toy_packages, args, processes=2), out / "random" / "metrics.jsonl",
+                                            victim=0, since=since)
+    assert line.startswith("error: process 1 of 2: "), line
+    for status, _, stderr in _finish(_start(toy_packages, args, processes=2)):  # the same command resumes
         assert status == 0, stderr[-3000:]
-    # = the uninterrupted run in one process with two devices, bit for bit
-    assert _report(out) == _report(runs["two_devices"])
-    assert _metrics(out) == _metrics(runs["two_devices"])
-    a, b = _final_state(out), _final_state(runs["two_devices"])
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    # = the uninterrupted study in one process with two devices, bit for bit
+    for method in ("random", "ppo"):
+        a, b = out / method, runs["study_two_devices"] / method
+        assert len((a / "sessions.jsonl").read_text().splitlines()) == 3
+        assert _report(a) == _report(b) and _metrics(a) == _metrics(b), method
+        _assert_same_state(a, b, method)
 
 
 def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_packages, tmp_path):
@@ -201,3 +242,32 @@ def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_pac
     assert len(errors) == 1, proc.stderr
     assert errors[0].startswith(f"error: process 1 of 2: could not join the run at localhost:{port} within 3s (")
     assert not (tmp_path / "alone").exists()
+
+
+# Two processes joined the way a launcher starts them (SLURM's variables, no flags); process 0 then dies.
+LAUNCHED = """
+import os, time
+from jax.experimental.multihost_utils import sync_global_devices
+from envgen_jax.run import distributed
+assert distributed.initialize()
+sync_global_devices("joined")
+if distributed.is_lead():
+    os.kill(os.getpid(), 9)
+time.sleep(60)
+"""
+
+
+def test_under_a_launcher_a_lost_process_0_ends_the_other_with_one_line():
+    """Process 0 hosts JAX's coordination service: without the relay (`run.distributed`), JAX's runtime ends the
+    other process with its own fatal error the moment the service's connection drops."""
+    slurm = {"SLURM_JOB_ID": "1", "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2",
+             "JAX_COORDINATOR_PORT": str(_free_port())}
+    procs = [subprocess.Popen([sys.executable, "-c", LAUNCHED], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**os.environ, **slurm, "JAX_PLATFORMS": "cpu",
+                                                           "SLURM_PROCID": str(i), "SLURM_LOCALID": str(i)})
+             for i in range(2)]
+    (killed, _, _), (status, _, stderr) = _finish(procs, timeout=120)
+    assert killed == -signal.SIGKILL and status == 2, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: process 1 of 2: process 0 of the run (the coordinator) stopped or cannot be reached"]
+    assert "Terminating process" not in stderr and "resumes the run" in stderr

@@ -94,7 +94,7 @@ def devices_line(cfg) -> str:
 def cmd_train(args) -> int:
     join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
-    from envgen_jax.run.distributed import lead_decides
+    from envgen_jax.run.distributed import lead_decides, set_resume_note
     from envgen_jax.run.loop import EnvGenRun, check_no_run_there
     from envgen_jax.run.parts import RunParts, checkpoint_bytes, parameter_count
     from envgen_jax.run.plan import describe_plan
@@ -124,14 +124,15 @@ def cmd_train(args) -> int:
     print(f"compilation cache: {configure_compile_cache(cfg.output.compile_cache) or 'off'}")
     print(f"devices: {devices}")
     run = EnvGenRun.resume(out, parts=parts) if args.resume else EnvGenRun(cfg, out, parts=parts)
+    every = "  (on every process, with its flags)" if _several() else ""
+    note = f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}{every}"
+    set_resume_note(note)  # for the line a lost process 0 ends the others with
     start = time.monotonic()
     try:
         run.run()
     except (Exception, KeyboardInterrupt) as e:
         if (out / "config.yaml").exists():
-            every = "  (on every process, with its flags)" if _several() else ""
-            e.add_note(f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}"
-                       + every)
+            e.add_note(note)
         raise
     print(f"finished in {time.monotonic() - start:.0f}s: {out / 'report.md'}")
     return 0
@@ -211,6 +212,7 @@ def add_study_command(commands) -> None:
 def cmd_study(args) -> int:
     join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
+    from envgen_jax.run.distributed import joined, set_resume_note
     from envgen_jax.study import resolve, run_study
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -223,7 +225,15 @@ def cmd_study(args) -> int:
         print(f"\ndry run: the settings are valid; nothing trained, nothing written (study directory: {out})")
         return 0
     configure_compile_cache(settings.run_config(settings.methods[0]).output.compile_cache)
-    return run_study(settings, out, schedule=args.schedule)
+    if not joined():
+        return run_study(settings, out, schedule=args.schedule)
+    note = "Nothing checkpointed was lost: the same command, on every process, resumes the study."
+    set_resume_note(note)  # for the line a lost process 0 ends the others with
+    try:
+        return run_study(settings, out, schedule=args.schedule)
+    except Exception as e:  # a process of the study is gone (the study keeps going past its methods' own errors)
+        e.add_note(note)
+        raise
 
 
 def replay_settings(items: list[str], methods) -> dict[str, str]:

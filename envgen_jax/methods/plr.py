@@ -26,6 +26,7 @@ from envgen_jax.methods.rows import ORIGINAL_ROW
 from envgen_jax.schema import Declared, bounded
 from envgen_jax.trainer import level_sampler as ls
 from envgen_jax.trainer.layouts import Replay
+from envgen_jax.trainer.metrics import to_host
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,14 +135,14 @@ class PLR(Method):
     def chunk_record(self, ts, phase):
         if phase.where != self.WHERE:
             return {}
-        return {"buffer": buffer_metrics(self.trainer.level_sampler, jax.device_get(ts.sampler))}
+        return {"buffer": buffer_metrics(self.trainer.level_sampler, to_host(ts.sampler))}
 
     def after_chunk(self, ts, phase, bank):
         """Replace the rows `rows_to_refresh` picks (the lowest-scoring, once no new level is left) by new random
         configurations; their statistics are forgotten and every slot starts a fresh episode."""
         if phase.where != self.WHERE:
             return ts, bank
-        replace = rows_to_refresh(self.run.cfg, jax.device_get(ts.sampler))
+        replace = rows_to_refresh(self.run.cfg, to_host(ts.sampler))
         if replace.size == 0:
             return ts, bank
         new = random_configs(self.run.cfg, self.run.config_cls, replace.size, self.buffer_draws)
@@ -156,5 +157,5 @@ class PLR(Method):
         """The four highest-scored configurations of seed 0's buffer, through the game's renderer."""
         if phase.where != self.WHERE or not self.run.cfg.output.pictures:
             return
-        top = buffer_metrics(self.trainer.level_sampler, jax.device_get(ts.sampler))["top_rows_per_seed"][0]
+        top = buffer_metrics(self.trainer.level_sampler, to_host(ts.sampler))["top_rows_per_seed"][0]
         self.run.picture_levels(phase.cycle, top, [self.run.config_cls.from_dict(self.buffer[r]) for r in top])

@@ -36,7 +36,7 @@ from envgen_jax.run.loop_state import (Evaluation, LoopState, accumulate_env_lea
                                        load_loop_state)
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, train_updates
-from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata
+from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, saved_steps
 from envgen_jax.trainer.evaluate import report_from_stats
 from envgen_jax.trainer.train import select_seeds
 
@@ -214,18 +214,16 @@ def checkpoints_by_steps(out: Path) -> list[tuple[int, int, Path]]:
     directory = (Path(out) / "checkpoints").absolute()
     if not directory.is_dir():
         return []
-    with Checkpoints(directory) as manager:
-        steps = manager.all_steps()
-    found = [(int(load_metadata(directory / str(s))["loop"]["env_steps"]), s, directory / str(s)) for s in steps]
+    found = [(int(load_metadata(directory / str(s))["loop"]["env_steps"]), s, directory / str(s))
+             for s in saved_steps(directory)]
     return sorted(found, key=lambda x: x[1])
 
 
-def common_checkpoints(outs: list[Path]) -> list[Path | None]:
-    """For the members of a fused run, the checkpoint each resumes from, all at one env step: the newest step at which
-    every member has a checkpoint (None: the member starts from the beginning, step 0). A kill can stop a fused run
-    between two members' saves; a member's checkpoints after the one chosen are removed, since its run continues from
-    the earlier one and saves those step numbers again."""
-    found = [checkpoints_by_steps(out) for out in outs]
+def common_checkpoints(found: list[list[tuple[int, int, Path]]]) -> list[Path | None]:
+    """For the members of a fused run, given each one's `checkpoints_by_steps`, the checkpoint each resumes from, all
+    at one env step: the newest step at which every member has a checkpoint (None: the member starts from the
+    beginning, step 0). A kill can stop a fused run between two members' saves; a member's checkpoints after the one
+    chosen are removed, since its run continues from the earlier one and saves those step numbers again."""
     target = max(set.intersection(*({c[0] for c in f} | {0} for f in found)))  # 0: from the beginning
     chosen = []
     for f in found:
@@ -278,7 +276,8 @@ def fused_members(runs: list[tuple[Any, Path]], logs: list, llm_clients: list | 
     if any(p.make_trainer() is not trainer for p in parts):
         raise ValueError("fused runs must share one trainer (the same agent and env, no level sampler)")
     members = []
-    chosen = from_lead(lambda: [c and str(c) for c in common_checkpoints([Path(o) for _, o in runs])])
+    found = [checkpoints_by_steps(Path(out)) for _, out in runs]  # every process: orbax's reads are collectives
+    chosen = from_lead(lambda: [c and str(c) for c in common_checkpoints(found)])
     clients = llm_clients or [None] * len(runs)
     for i, ((cfg, out), p, checkpoint) in enumerate(zip(runs, parts, (c and Path(c) for c in chosen))):
         state = load_loop_state(checkpoint) if checkpoint is not None else None

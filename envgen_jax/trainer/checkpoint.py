@@ -69,6 +69,12 @@ class Checkpoints:
         self.close()
 
 
+def saved_steps(directory: str | os.PathLike) -> list[int]:
+    """The steps of the complete checkpoints `Checkpoints(directory)` saved, read from the folder alone: no orbax
+    manager, whose making is a collective over several processes, so one process may ask (`run.distributed`)."""
+    return sorted(ocp.path.step.checkpoint_steps(Path(directory).absolute()))
+
+
 def newest_checkpoint(directory: str | os.PathLike) -> Path | None:
     """The newest complete checkpoint that `Checkpoints(directory)` saved, else the legacy layout's, else None."""
     directory = Path(directory).absolute()

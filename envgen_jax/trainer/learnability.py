@@ -12,8 +12,9 @@ sampled levels (the `original_share` below plays the other half's part: the orig
 
 from __future__ import annotations
 
-import jax
 import numpy as np
+
+from envgen_jax.trainer.metrics import to_host
 
 
 def todo_success(stats, mastered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,7 +92,7 @@ def measure(evaluator, params, bank, candidates, rollouts_per_level: int, key, m
     as `Evaluator.run`."""
     rows = np.repeat(np.asarray(candidates, np.int32), rollouts_per_level)
     stats, _ = evaluator.run(params, bank, rows, key, fold_in=fold_in)
-    stats = jax.device_get(stats)
+    stats = to_host(stats)  # gathered from every process (a collective), where the agents span several
     p, measured = todo_success(stats, mastered)
     return {"p": p, "measured": measured, "learnability": np.where(measured, p * (1 - p), 0.0),
             "episodes": np.asarray(stats.episodes)}
