@@ -1,6 +1,6 @@
 """PPO in one jit-compiled training chunk, with independent agents (seeds) vmapped.
 
-    trainer = make_trainer(env, TrainerConfig(...))        # trainer.factory
+    trainer = make_trainer(env, TrainerConfig(...))    # trainer.factory
     ts = trainer.init(bank, rows)                      # TrainState, leading seed axis [S] on every leaf
     ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=8)   # jitted; `ts` is donated
     host = to_host(metrics)                            # ChunkMetrics: RowStats [S, K], LossStats [S, U]
