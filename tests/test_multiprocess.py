@@ -7,11 +7,11 @@ reaches the other process. Over two processes it runs as a study of random and p
 on one axis, 2 per process) and sfl (a group of its own: its level sampler's rows are drawn on the device and its
 selections read the sharded TrainState), so that the study runner, the fused driver and the level-replay methods are
 covered too; the same study in one process with two devices is its reference, bit for bit, and the plain run on one
-device that of its random member, to float rounding. The plain run with every agent's envs spread over the two
-processes (`execution.shard=envs`: gradients cross processes) matches the run on one device too. Then the fused
-group is killed twice, process 1 and then process 0 (the coordinator), and resumed each time to the same outputs;
-and a process that cannot reach the coordinator says so. Every child process has a time limit, so the tests end by
-themselves."""
+device that of its random member, to float rounding. Then the fused group with every agent's envs spread over the
+two processes (`execution.shard=envs`: the minibatches' gradients are summed across processes) is killed twice,
+process 1 and then process 0 (the coordinator), and resumed each time, to the same outputs as in one process with
+two devices; and a process that cannot reach the coordinator, or outlives process 0 under a launcher, says so in
+one line. Every child process has a time limit, so the tests end by themselves."""
 
 import json
 import os
@@ -37,6 +37,7 @@ LIMIT_S = 600  # each child process, at most
 SFL = ["method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options.sfl.refresh_updates=2",
        "method_options.sfl.rollouts_per_level=1", "method_options.sfl.rollout_steps=64"]
 FUSED = ("study", "--methods", "random,ppo", "--schedule", "fused")
+ENVS = [*SFL, "execution.shard=envs"]  # the same settings as the study's, each agent's envs over the devices
 
 # The CLI in a child process, with the toy game registered (its package is written to the folder in argv[1]).
 CHILD = """
@@ -106,15 +107,16 @@ def toy_packages(tmp_path_factory):
 @pytest.fixture(scope="module")
 def runs(toy_packages, tmp_path_factory):
     """The study of random and ppo (fused) and sfl over two processes of one device each and in one process with
-    two devices; the plain random run on one device, and over two processes with the envs layout."""
+    two devices; the plain random run on one device; the fused study of random and ppo with the envs layout in one
+    process with two devices."""
     base = tmp_path_factory.mktemp("runs")
     study = ("study", "--methods", "random,ppo,sfl", "--schedule", "fused")
     _train(toy_packages, base / "study", processes=2, command=study, more=SFL)
     _train(toy_packages, base / "study_two_devices", devices=2, command=study, more=SFL)
     _train(toy_packages, base / "one_device")
-    envs_log = _train(toy_packages, base / "envs", processes=2, more=["execution.shard=envs"])
+    _train(toy_packages, base / "envs_two_devices", devices=2, command=FUSED, more=ENVS)
     return {"study": base / "study", "study_two_devices": base / "study_two_devices",
-            "one_device": base / "one_device", "envs": base / "envs", "envs_log": envs_log}
+            "one_device": base / "one_device", "envs_two_devices": base / "envs_two_devices"}
 
 
 def _metrics(run: Path) -> list[dict]:
@@ -171,8 +173,12 @@ def test_a_study_over_two_processes_trains_exactly_as_one_process_with_two_devic
     assert sorted(summary) == ["ppo", "random", "sfl"] and all(m["status"] == "finished" for m in summary.values())
     # random's design step ran on process 0 and reached the other
     assert json.loads((study / "random" / "environments" / "cycle_1.json").read_text())["environments"]
-    # sfl selected its rows from measurements gathered from both processes
-    assert [line for line in _metrics(study / "sfl") if "selection" in line]
+    # sfl selected its rows from measurements gathered from both processes, twice (at the phase's start, then after
+    # 2 updates: a reset of the envs, whose state comes back in the chunk's layout, so the chunk compiles once)
+    assert len([line for line in _metrics(study / "sfl") if "selection" in line]) == 2
+    for run in (study / "sfl", reference / "sfl"):
+        programs = json.loads((run / "compile.json").read_text())["programs"]
+        assert [p["name"] for p in programs].count("jit(_train_chunk)") == 1, run
     # 2 processes x 1 device = 1 process x 2 devices, bit for bit, every member: the same program on the same pieces
     for method in ("random", "ppo", "sfl"):
         a, b = study / method, reference / method
@@ -180,11 +186,6 @@ def test_a_study_over_two_processes_trains_exactly_as_one_process_with_two_devic
         _assert_same_state(a, b, method)
     # the fused random member = the random run alone on one device
     _assert_as_one_device(study / "random", runs["one_device"])
-
-
-def test_the_envs_layout_over_two_processes_trains_as_one_device(runs):
-    assert "devices: envs over 2 devices: 4 of each agent's 8 env slots per device" in runs["envs_log"]
-    _assert_as_one_device(runs["envs"], runs["one_device"])
 
 
 def _kill_when_three_chunks_recorded(procs: list[subprocess.Popen], metrics: Path, victim: int, since: int) -> str:
@@ -209,10 +210,10 @@ def _kill_when_three_chunks_recorded(procs: list[subprocess.Popen], metrics: Pat
 
 def test_a_killed_process_stops_the_run_with_one_line_and_the_resumed_run_finishes_identical(runs, toy_packages,
                                                                                             tmp_path):
-    """The fused group of random and ppo, killed twice: process 1, then in the resumed run process 0, which hosts
-    JAX's coordination service (the other then ends with our line, not JAX's fatal error)."""
+    """The fused group of random and ppo in the envs layout, killed twice: process 1, then in the resumed run
+    process 0, which hosts JAX's coordination service (the other then ends with our line, not JAX's fatal error)."""
     out = tmp_path / "killed"
-    args = _args(out, FUSED, SFL)
+    args = _args(out, FUSED, ENVS)
     since = time.time_ns()
     _kill_when_three_chunks_recorded(_start(toy_packages, args, processes=2), out / "random" / "metrics.jsonl",
                                      victim=1, since=since)
@@ -220,11 +221,13 @@ def test_a_killed_process_stops_the_run_with_one_line_and_the_resumed_run_finish
     line = _kill_when_three_chunks_recorded(_start(toy_packages, args, processes=2), out / "random" / "metrics.jsonl",
                                             victim=0, since=since)
     assert line.startswith("error: process 1 of 2: "), line
-    for status, _, stderr in _finish(_start(toy_packages, args, processes=2)):  # the same command resumes
+    resumed = _finish(_start(toy_packages, args, processes=2))  # the same command resumes
+    for status, _, stderr in resumed:
         assert status == 0, stderr[-3000:]
+    assert "envs over 2 devices: 4 of each agent's 8 env slots per device" in resumed[0][1]
     # = the uninterrupted study in one process with two devices, bit for bit
     for method in ("random", "ppo"):
-        a, b = out / method, runs["study_two_devices"] / method
+        a, b = out / method, runs["envs_two_devices"] / method
         assert len((a / "sessions.jsonl").read_text().splitlines()) == 3
         assert _report(a) == _report(b) and _metrics(a) == _metrics(b), method
         _assert_same_state(a, b, method)

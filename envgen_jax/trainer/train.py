@@ -225,7 +225,12 @@ class Trainer:
         running episodes, and the VecEnv's pre-generated spare worlds, were built from the old rows, so without a
         reset their lengths, returns and achievements would mix two configs. Writing only rows that no slot runs
         needs no reset. (Costs one world generation per env slot, plus the spares.)"""
-        return self._reset_jit(ts, bank, layout(rows))
+        if jax.device_count() == 1:
+            return self._reset_jit(ts, bank, layout(rows))
+        # Over several devices the reset's outputs come back in a layout of XLA's choosing (some leaves replicated),
+        # and the next chunk and evaluation would compile again for it: put them back as the state came in.
+        placed = jax.tree.map(lambda x: x.sharding, ts)  # read before the call: `ts` is donated
+        return jax.device_put(self._reset_jit(ts, bank, layout(rows)), placed)
 
     def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None):
         keys = self._seeds(seeds)
