@@ -1,17 +1,16 @@
 """One run over two processes, as over two hosts: JAX's multi-process runtime on this CPU (`jax.distributed` with a
-port from the OS, one CPU device per process, gloo collectives), through `envgen-jax train --coordinator ...`.
+port from the OS, one CPU device per process, gloo collectives), through `envgen-jax study` and `train` with
+`--coordinator ...`.
 
-The run is the golden runs' tiny shape (tests/golden.py), one cycle, on the toy game of tests/test_games.py (a
-corridor of 8 cells, whose programs compile in seconds) with method=random, whose design step runs on process 0 and
-reaches the other process. Over two processes it runs as a study of random and ppo fused (methods x seeds = 4 agents
-on one axis, 2 per process) and sfl (a group of its own: its level sampler's rows are drawn on the device and its
-selections read the sharded TrainState), so that the study runner, the fused driver and the level-replay methods are
-covered too; the same study in one process with two devices is its reference, bit for bit, and the plain run on one
-device that of its random member, to float rounding. The plain run with every agent's envs spread over the two
-processes (`execution.shard=envs`: gradients cross processes) matches the run on one device too. Then the fused
-group is killed twice, process 1 and then process 0 (the coordinator), and resumed each time to the same outputs;
-and a process that cannot reach the coordinator says so. Every child process has a time limit, so the tests end by
-themselves."""
+The runs are the golden runs' tiny shape (tests/golden.py), one cycle, on the toy game of tests/test_games.py (a
+corridor of 8 cells, whose programs compile in seconds). The study over two processes has random and ppo fused
+(methods x seeds = 4 agents on one axis, 2 per process; random's design step runs on process 0 and reaches the
+other) and sfl (a group of its own: its rows are drawn on the device and its selections read the sharded TrainState).
+It is killed twice in its fused group, process 1 and then process 0 (the coordinator), resumed each time, and ends as
+the same study in one process with two devices, bit for bit; its random member as the plain run on one device, to
+float rounding. The plain run with every agent's envs split over the two processes (`execution.shard=envs`) equals
+it over two devices of one process. A process that cannot reach the coordinator, or outlives process 0 under a
+launcher, says so in one line. Every child process has a time limit, so the tests end by themselves."""
 
 import json
 import os
@@ -36,7 +35,8 @@ LIMIT_S = 600  # each child process, at most
 # sfl at its smallest: 4 random configurations measured (one episode each) at each selection, 2 kept, every 2 updates
 SFL = ["method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options.sfl.refresh_updates=2",
        "method_options.sfl.rollouts_per_level=1", "method_options.sfl.rollout_steps=64"]
-FUSED = ("study", "--methods", "random,ppo", "--schedule", "fused")
+STUDY = ("study", "--methods", "random,ppo,sfl", "--schedule", "fused")  # groups: random and ppo fused; sfl
+ENVS = ["execution.shard=envs"]  # each agent's envs over the devices
 
 # The CLI in a child process, with the toy game registered (its package is written to the folder in argv[1]).
 CHILD = """
@@ -104,17 +104,14 @@ def toy_packages(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def runs(toy_packages, tmp_path_factory):
-    """The study of random and ppo (fused) and sfl over two processes of one device each and in one process with
-    two devices; the plain random run on one device, and over two processes with the envs layout."""
-    base = tmp_path_factory.mktemp("runs")
-    study = ("study", "--methods", "random,ppo,sfl", "--schedule", "fused")
-    _train(toy_packages, base / "study", processes=2, command=study, more=SFL)
-    _train(toy_packages, base / "study_two_devices", devices=2, command=study, more=SFL)
+def references(toy_packages, tmp_path_factory) -> Path:
+    """In one process with two devices: the study, and the plain random run with the envs layout; the plain random
+    run on one device."""
+    base = tmp_path_factory.mktemp("references")
+    _train(toy_packages, base / "study", devices=2, command=STUDY, more=SFL)
+    _train(toy_packages, base / "envs", devices=2, more=ENVS)
     _train(toy_packages, base / "one_device")
-    envs_log = _train(toy_packages, base / "envs", processes=2, more=["execution.shard=envs"])
-    return {"study": base / "study", "study_two_devices": base / "study_two_devices",
-            "one_device": base / "one_device", "envs": base / "envs", "envs_log": envs_log}
+    return base
 
 
 def _metrics(run: Path) -> list[dict]:
@@ -158,46 +155,17 @@ def _assert_as_one_device(run: Path, one_device: Path) -> None:
         np.testing.assert_allclose(list(x["losses"].values()), list(y["losses"].values()), rtol=1e-5, atol=1e-7)
 
 
-def test_a_study_over_two_processes_trains_exactly_as_one_process_with_two_devices(runs):
-    study, reference = runs["study"], runs["study_two_devices"]
-    # process 0 wrote the study's and every run's files, once (the other wrote its own to a scratch folder)
-    assert sorted(p.name for p in study.iterdir()) == sorted(p.name for p in reference.iterdir())
-    for method in ("random", "ppo", "sfl"):
-        run = study / method
-        assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in (reference / method).iterdir())
-        assert len((run / "sessions.jsonl").read_text().splitlines()) == 1
-        assert len((run / "metrics.jsonl").read_text().splitlines()) == 6  # 6 chunks
-    summary = json.loads((study / "study.json").read_text())["methods"]
-    assert sorted(summary) == ["ppo", "random", "sfl"] and all(m["status"] == "finished" for m in summary.values())
-    # random's design step ran on process 0 and reached the other
-    assert json.loads((study / "random" / "environments" / "cycle_1.json").read_text())["environments"]
-    # sfl selected its rows from measurements gathered from both processes
-    assert [line for line in _metrics(study / "sfl") if "selection" in line]
-    # 2 processes x 1 device = 1 process x 2 devices, bit for bit, every member: the same program on the same pieces
-    for method in ("random", "ppo", "sfl"):
-        a, b = study / method, reference / method
-        assert _report(a) == _report(b) and _metrics(a) == _metrics(b), method
-        _assert_same_state(a, b, method)
-    # the fused random member = the random run alone on one device
-    _assert_as_one_device(study / "random", runs["one_device"])
-
-
-def test_the_envs_layout_over_two_processes_trains_as_one_device(runs):
-    assert "devices: envs over 2 devices: 4 of each agent's 8 env slots per device" in runs["envs_log"]
-    _assert_as_one_device(runs["envs"], runs["one_device"])
-
-
-def _kill_when_three_chunks_recorded(procs: list[subprocess.Popen], metrics: Path, victim: int, since: int) -> str:
-    """Kill process `victim` once `metrics` has 3 chunks written after `since` (time.time_ns(): a resumed run first
-    cuts it back to its checkpoint's); the survivor's stderr, once it stopped with exit status 2 and one line."""
-    deadline = time.monotonic() + LIMIT_S
+def _kill_when_three_chunks_recorded(procs: list[subprocess.Popen], metrics: Path, victim: int) -> str:
+    """Kill process `victim` once `metrics` has 3 chunks written by this run (a resumed run first cuts it back to its
+    checkpoint's); the survivor's one error line, once it stopped by itself with exit status 2."""
+    since, deadline = time.time_ns(), time.monotonic() + LIMIT_S
     # 3 of the 6 chunks: the design step's checkpoint is written, the cycle's is still to come
     while not (metrics.exists() and metrics.stat().st_mtime_ns > since
                and len(metrics.read_text().splitlines()) >= 3):
         assert time.monotonic() < deadline and all(p.poll() is None for p in procs), _finish(procs, 1)
         time.sleep(0.1)
     procs[victim].send_signal(signal.SIGKILL)
-    (status, _, stderr), = _finish([procs[1 - victim]], timeout=120)  # it stops by itself, well within the limit
+    (status, _, stderr), = _finish([procs[1 - victim]], timeout=120)  # well within the limit
     procs[victim].communicate()
     assert status == 2, stderr[-3000:]
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
@@ -207,27 +175,54 @@ def _kill_when_three_chunks_recorded(procs: list[subprocess.Popen], metrics: Pat
     return errors[0]
 
 
-def test_a_killed_process_stops_the_run_with_one_line_and_the_resumed_run_finishes_identical(runs, toy_packages,
-                                                                                            tmp_path):
-    """The fused group of random and ppo, killed twice: process 1, then in the resumed run process 0, which hosts
-    JAX's coordination service (the other then ends with our line, not JAX's fatal error)."""
-    out = tmp_path / "killed"
-    args = _args(out, FUSED, SFL)
-    since = time.time_ns()
-    _kill_when_three_chunks_recorded(_start(toy_packages, args, processes=2), out / "random" / "metrics.jsonl",
-                                     victim=1, since=since)
-    since = time.time_ns()
-    line = _kill_when_three_chunks_recorded(_start(toy_packages, args, processes=2), out / "random" / "metrics.jsonl",
-                                            victim=0, since=since)
-    assert line.startswith("error: process 1 of 2: "), line
-    for status, _, stderr in _finish(_start(toy_packages, args, processes=2)):  # the same command resumes
+def test_a_study_over_two_processes_killed_twice_resumes_to_exactly_what_one_process_with_two_devices_trains(
+        references, toy_packages, tmp_path):
+    """The study over two processes is killed in its fused group twice, process 1 and then, in the resumed run,
+    process 0, which hosts JAX's coordination service (the other then ends with our line, not JAX's fatal error);
+    the same command resumes it each time, and it ends as the study in one process with two devices, bit for bit."""
+    study, reference = tmp_path / "study", references / "study"
+    args = _args(study, STUDY, SFL)
+    metrics = study / "random" / "metrics.jsonl"
+    first = _kill_when_three_chunks_recorded(_start(toy_packages, args, processes=2), metrics, victim=1)
+    assert first.startswith("error: process 0 of 2: another process of the run stopped"), first
+    second = _kill_when_three_chunks_recorded(_start(toy_packages, args, processes=2), metrics, victim=0)
+    assert second.startswith("error: process 1 of 2: "), second
+    for status, _, stderr in _finish(_start(toy_packages, args, processes=2)):
         assert status == 0, stderr[-3000:]
-    # = the uninterrupted study in one process with two devices, bit for bit
-    for method in ("random", "ppo"):
-        a, b = out / method, runs["study_two_devices"] / method
-        assert len((a / "sessions.jsonl").read_text().splitlines()) == 3
+
+    # process 0 wrote the study's and every run's files, once (the other wrote its own to a scratch folder)
+    assert sorted(p.name for p in study.iterdir()) == sorted(p.name for p in reference.iterdir())
+    for method, sessions in (("random", 3), ("ppo", 3), ("sfl", 1)):
+        run = study / method
+        assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in (reference / method).iterdir())
+        assert len((run / "sessions.jsonl").read_text().splitlines()) == sessions
+        assert len((run / "metrics.jsonl").read_text().splitlines()) == 6  # 6 chunks
+    summary = json.loads((study / "study.json").read_text())["methods"]
+    assert sorted(summary) == ["ppo", "random", "sfl"] and all(m["status"] == "finished" for m in summary.values())
+    # random's design step ran on process 0 and reached the other
+    assert json.loads((study / "random" / "environments" / "cycle_1.json").read_text())["environments"]
+    # sfl selected its rows from measurements gathered from both processes, twice (at the phase's start, then after
+    # 2 updates: a reset of the envs, whose state comes back in the chunk's layout, so the chunk compiles once)
+    assert len([line for line in _metrics(study / "sfl") if "selection" in line]) == 2
+    for run in (study / "sfl", reference / "sfl"):
+        programs = json.loads((run / "compile.json").read_text())["programs"]
+        assert [p["name"] for p in programs].count("jit(_train_chunk)") == 1, run
+    # 2 processes x 1 device = 1 process x 2 devices, bit for bit, every member: the same program on the same pieces
+    for method in ("random", "ppo", "sfl"):
+        a, b = study / method, reference / method
         assert _report(a) == _report(b) and _metrics(a) == _metrics(b), method
         _assert_same_state(a, b, method)
+    # the fused random member = the random run alone on one device
+    _assert_as_one_device(study / "random", references / "one_device")
+
+
+def test_the_envs_layout_over_two_processes_trains_exactly_as_over_two_devices(references, toy_packages, tmp_path):
+    """Every agent's env slots split over the two processes: the minibatches' gradients are summed across them."""
+    log = _train(toy_packages, tmp_path / "envs", processes=2, more=ENVS)
+    assert "devices: envs over 2 devices: 4 of each agent's 8 env slots per device" in log
+    a, b = tmp_path / "envs", references / "envs"
+    assert _report(a) == _report(b) and _metrics(a) == _metrics(b)
+    _assert_same_state(a, b, "envs")
 
 
 def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_packages, tmp_path):

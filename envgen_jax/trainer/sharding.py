@@ -2,7 +2,8 @@
 `jax.distributed.initialize()`, `run.distributed`) with `jax.sharding`.
 
 The compiled chunk is unchanged: jit follows the shardings of its inputs ("computation follows data"), so sharding
-the TrainState once, after `init` or a restore, is all it takes; the donated outputs keep the layout.
+the TrainState once, after `init` or a restore, is all it takes; the chunk's donated outputs keep the layout (an
+env reset's are put back in it: `trainer.train.in_its_layout`).
 
   * agents: when the agents (a run's seeds, and whatever else shares the TrainState's leading axis) divide evenly
     over the devices, every leaf is split on that leading axis: each device trains whole agents, and no gradient

@@ -230,7 +230,7 @@ class Trainer:
         running episodes, and the VecEnv's pre-generated spare worlds, were built from the old rows, so without a
         reset their lengths, returns and achievements would mix two configs. Writing only rows that no slot runs
         needs no reset. (Costs one world generation per env slot, plus the spares.)"""
-        return self._reset_jit(ts, bank, layout(rows))
+        return in_its_layout(lambda ts: self._reset_jit(ts, bank, layout(rows)), ts)
 
     def abstract_state(self, bank, rows, seeds: Sequence[int] | None = None):
         keys = self._seeds(seeds)
@@ -313,3 +313,13 @@ def _chunk_arguments(ts, bank, rows, reset=False) -> tuple:
     flag for every agent, or one per agent, given to the program as bool[agents]."""
     agents = jax.tree.leaves(ts)[0].shape[0]
     return ts, bank, layout(rows), np.broadcast_to(np.asarray(reset, np.bool_), (agents,)).copy()
+
+
+def in_its_layout(fn, tree):
+    """`fn(tree)` (a program that may donate `tree`) with its outputs put back in `tree`'s shardings. XLA picks the
+    layout of a program's outputs itself, and over several devices it replicated a few leaves of an env reset's
+    TrainState: the next chunk and evaluation handed them compiled again (plr's and sfl's, before 2026-11-28)."""
+    if jax.device_count() == 1:
+        return fn(tree)
+    placed = jax.tree.map(lambda x: x.sharding, tree)  # read before the call donates `tree`
+    return jax.device_put(fn(tree), placed)
