@@ -104,16 +104,18 @@ def pytest_runtest_setup(item):
         reuse.forget()
 
 
-# Seconds per test file in a full run (2026-11-27 evening: a clean clone, two workers on 2 otherwise idle cores, 605
-# tests in 23 min 19 s; files not named take under 10 s; `benchmarks/test_suite.py --file-seconds after` prints a
-# newer run's from test_suite_cpu.json). The slowest files start first and pytest-xdist's own reordering (by test
-# count) is off, so the two workers end together (that run: wall 1,399 s for 2,754 worker-seconds).
+# Seconds per test file in a full run, for the order only (the slowest files start first and pytest-xdist's own
+# reordering by test count is off, so the two workers end together). Estimated on 2026-11-28 from the whole run of
+# 2026-11-27 (605 tests in 23 min 19 s, two workers on 2 idle cores) and what this round took out of each file (the
+# toy game and probes for machinery tests, smoke.yaml at the golden shapes); the measured figures of the next whole
+# run are in benchmarks/results/test_suite_cpu.json (`benchmarks/test_suite.py --file-seconds LABEL` prints them).
+# Files not named take under 10 s.
 FILE_SECONDS = {
-    "test_loop": 441, "test_fused": 423, "test_benchmarks": 288, "test_crafter_pixels": 279, "test_ued": 268,
-    "test_llm_local": 149, "test_ppo": 123, "test_multiprocess": 95, "test_ladder": 92, "test_compile": 90,
-    "test_agent": 79, "test_trainer_crafter": 77, "test_sharding": 60, "test_study": 46, "test_crafter_loops": 36,
-    "test_trainer_checkpoint": 31, "test_crafter_env": 29, "test_gpu_session": 26, "test_vector": 24,
-    "test_golden": 18, "test_precision": 18, "test_fuzz_inputs": 13, "test_games": 12,
+    "test_loop": 300, "test_benchmarks": 288, "test_ued": 268, "test_fused": 230, "test_multiprocess": 170,
+    "test_crafter_pixels": 150, "test_llm_local": 149, "test_ppo": 123, "test_ladder": 92, "test_agent": 79,
+    "test_trainer_crafter": 77, "test_study": 46, "test_crafter_loops": 36, "test_compile": 35,
+    "test_trainer_checkpoint": 31, "test_crafter_env": 29, "test_gpu_session": 26, "test_games": 25, "test_vector": 24,
+    "test_golden": 18, "test_precision": 18, "test_sharding": 15, "test_fuzz_inputs": 13,
 }
 
 
