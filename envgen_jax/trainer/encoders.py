@@ -8,8 +8,8 @@ the kind's encoder and torso, flax modules of trainer/networks.py), and `Network
 An encoder's settings class declares what it reads (`OBSERVATIONS`: the run's `observation` values it accepts) and
 checks the env's observation (`input_problems`).
 
-A new encoder: its flax module (networks.py), its settings class here, and its line in ENCODERS, with the
-NetworkConfig field of that name (docs/agent.md).
+A new encoder: its flax module (networks.py), its settings class here, and one line, NetworkConfig's field of that
+name (docs/agent.md).
 """
 
 from __future__ import annotations
@@ -208,16 +208,14 @@ class DrawnNet(ReadsMap, Declared):
                             conv_as_matmul, dtype), SharedTorso())
 
 
-ENCODERS: dict[str, type] = {"mlp": MLPNet, "map": MapNet, "conv": ConvNet, "trunk": TrunkNet, "grid": GridNet,
-                              "drawn": DrawnNet}
-
-
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig(Declared):
     """The actor-critic: which encoder (`kind`), each kind's settings in its own section (only the chosen kind's
-    are read), and an optional memory over the encoder's features."""
+    are read), and an optional memory over the encoder's features. The sections are the registry of encoder kinds:
+    a new kind is one more field here, named for the kind and holding its settings (`ENCODERS` and `kind`'s choices
+    are read from these fields)."""
 
-    kind: Literal["mlp", "map", "conv", "trunk", "grid", "drawn"] = "mlp"
+    kind: Literal[KINDS] = "mlp"  # one of ENCODERS' names (a Literal of them, so that settings checks name them)
     """'mlp', 'map', 'trunk', 'grid' or 'drawn' (symbolic observations) or 'conv' (pixel observations); its
     settings: the section of that name"""
     mlp: MLPNet = MLPNet()
@@ -238,6 +236,12 @@ class NetworkConfig(Declared):
     def encoder(self):
         """The chosen kind's settings."""
         return getattr(self, self.kind)
+
+
+# kind -> its settings class: NetworkConfig's fields whose settings build an encoder (`modules`)
+ENCODERS: dict[str, type] = {f.name: type(f.default) for f in dataclasses.fields(NetworkConfig)
+                             if hasattr(f.default, "modules")}
+KINDS = tuple(ENCODERS)  # NetworkConfig.kind's choices (its annotation is read after this module has loaded)
 
 
 def make_network(env, network: NetworkConfig, compute_dtype: str = "float32",
