@@ -82,13 +82,8 @@ def join_processes(args) -> bool:
 
 def devices_line(cfg) -> str:
     """How the run spreads over this machine's (or every process's) devices; ConfigError where it cannot."""
-    import jax
-
-    from envgen_jax.trainer.sharding import describe
-    try:
-        return describe(cfg.num_agents, cfg.ppo.num_envs, jax.device_count(), cfg.execution.shard)
-    except ValueError as e:
-        raise ConfigError([str(e)], what="devices") from None
+    from envgen_jax.trainer.sharding import devices_line as line
+    return line(cfg.num_agents, cfg.ppo.num_envs, cfg.execution.shard)
 
 
 def cmd_train(args) -> int:
@@ -225,14 +220,13 @@ def cmd_study(args) -> int:
         print(f"\ndry run: the settings are valid; nothing trained, nothing written (study directory: {out})")
         return 0
     configure_compile_cache(settings.run_config(settings.methods[0]).output.compile_cache)
-    if not joined():
-        return run_study(settings, out, schedule=args.schedule)
     note = "Nothing checkpointed was lost: the same command, on every process, resumes the study."
     set_resume_note(note)  # for the line a lost process 0 ends the others with
     try:
         return run_study(settings, out, schedule=args.schedule)
-    except Exception as e:  # a process of the study is gone (the study keeps going past its methods' own errors)
-        e.add_note(note)
+    except Exception as e:
+        if joined():  # a process of the study is gone (the study keeps going past its methods' own errors)
+            e.add_note(note)
         raise
 
 

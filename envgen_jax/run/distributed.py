@@ -107,14 +107,19 @@ def _from_launcher(timeout_s: float) -> tuple:
         return None, None, None, None
 
 
+def _host_port(address: str) -> tuple[str, int]:
+    """("host", port) of "host:port" (or "[v6 address]:port"); ValueError when the port is not a number."""
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
 def _wait_for_coordinator(address: str, timeout_s: float, who: str) -> None:
     """Wait until process 0's coordinator accepts connections. JAX's own wait ends a process that cannot connect
     with a fatal error (a page of C++ stack, no exception); this ends it with one line."""
-    host, _, port = address.rpartition(":")
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+            with socket.create_connection(_host_port(address), timeout=2):
                 return
         except (OSError, ValueError) as e:
             if time.monotonic() > deadline:
@@ -150,9 +155,8 @@ def set_resume_note(note: str) -> None:
 
 def _relay_to(coordinator: str) -> str:
     """The address of a relay to `coordinator` (host:port), listening on this host."""
-    host, _, port = coordinator.rpartition(":")
     listener = socket.create_server(("127.0.0.1", 0))
-    threading.Thread(target=_relay, args=(listener, (host.strip("[]"), int(port))), daemon=True,
+    threading.Thread(target=_relay, args=(listener, _host_port(coordinator)), daemon=True,
                      name="coordinator-relay").start()
     return f"127.0.0.1:{listener.getsockname()[1]}"
 

@@ -90,8 +90,7 @@ def describe_groups(settings, schedule: str = "auto") -> str:
     """The study's programs as `study --dry-run` prints them: per group its methods, agents, env slots, bank rows and
     the estimated memory, and how its agents spread over the devices (`trainer.sharding.describe`)."""
     from envgen_jax.run.parts import RunParts
-    from envgen_jax.schema import ConfigError
-    from envgen_jax.trainer.sharding import describe
+    from envgen_jax.trainer.sharding import devices_line
 
     chosen = resolve_schedule(schedule)
     cfg0 = settings.run_config(settings.methods[0])
@@ -107,11 +106,8 @@ def describe_groups(settings, schedule: str = "auto") -> str:
         name = program_of(group[0], cfgs[0])[0] if len(group) > 1 else group[0]
         lines.append(f"  {name:<12}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.num_envs:>11,}"
                      f"{sum(c.bank_rows for c in cfgs):>10}{estimate['total'] / 1e9:>9.2f}GB  {', '.join(group)}")
-        try:
-            devices.append(f"devices ({name}): "
-                           f"{describe(agents, cfg0.ppo.num_envs, jax.device_count(), cfg0.execution.shard)}")
-        except ValueError as e:
-            raise ConfigError([f"{name}: {e}"], what="devices") from None
+        line = devices_line(agents, cfg0.ppo.num_envs, cfg0.execution.shard, label=f"{name}: ")
+        devices.append(f"devices ({name}): {line}")
     one = memory_estimate(RunParts.of(cfg0), 1)
     n = len(groups(settings, chosen))
     lines += ["", f"programs: {n} training program{'s' * (n != 1)}, one after another; the largest needs about "

@@ -23,6 +23,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from envgen_jax.schema import ConfigError
+
 AXIS = "devices"
 CHOICES = ("auto", "agents", "envs")  # execution.shard
 
@@ -62,6 +64,15 @@ def describe(num_agents: int, num_envs: int, num_devices: int, shard: str = "aut
                 f"({num_envs} env slots each), no gradient crosses devices")
     return (f"envs over {num_devices} devices: {num_envs // num_devices} of each agent's {num_envs} env slots per "
             f"device, for all {num_agents} agent(s); parameters replicated, minibatches gathered across devices")
+
+
+def devices_line(num_agents: int, num_envs: int, shard: str = "auto", label: str = "") -> str:
+    """`describe` over every device of the run (every process's), for the dry run and the start of a run; a
+    ConfigError (its problem prefixed with `label`) where the layout cannot split."""
+    try:
+        return describe(num_agents, num_envs, jax.device_count(), shard)
+    except ValueError as e:
+        raise ConfigError([f"{label}{e}"], what="devices") from None
 
 
 def placement(ts, num_envs: int, mesh: Mesh, shard: str = "auto"):
