@@ -165,11 +165,11 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
-    """The toy game of tests/test_games.py: its package written to a folder on the path and its one registry line,
+    """The toy game (tests/toy.py): its package written to a folder on the path and its one registry line,
     for this test only. Tests of machinery that does not depend on the game use it: its programs compile in seconds,
     where Crafter's take a minute."""
     from envgen_jax import games
-    from tests.test_games import write_toy_package
+    from tests.toy import write_toy_package
     write_toy_package(tmp_path / "packages")
     monkeypatch.syspath_prepend(str(tmp_path / "packages"))
     monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line

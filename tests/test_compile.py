@@ -17,8 +17,7 @@ from envgen_jax.run.compile_record import PHASES, PhaseTimer
 from envgen_jax.schema import ConfigError
 from tests import golden
 from tests.fast_compile import xla_flags
-from tests.test_games import write_toy_package
-from tests.test_multiprocess import CHILD
+from tests.toy import CHILD, write_toy_package
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +134,7 @@ def test_a_corrupt_entry_is_compiled_again_and_an_unwritable_folder_runs_uncache
 
 
 def _train(out: Path, cache_home: Path, toy_packages: Path) -> subprocess.CompletedProcess:
-    """`envgen-jax train` in a fresh process on the toy game (tests/test_games.py): what is checked here is the cache
+    """`envgen-jax train` in a fresh process on the toy game (tests/toy.py): what is checked here is the cache
     and the compile record, whose programs on the toy game compile in seconds where Crafter's take a minute."""
     overrides = [*golden.TINY, "env=toy", "method=ppo"]
     return subprocess.run([sys.executable, "-c", CHILD, str(toy_packages), "train", "--config",

@@ -2,7 +2,7 @@
 port from the OS, one CPU device per process, gloo collectives), through `envgen-jax study` and `train` with
 `--coordinator ...`.
 
-The runs are the golden runs' tiny shape (tests/golden.py), one cycle, on the toy game of tests/test_games.py (a
+The runs are the golden runs' tiny shape (tests/golden.py), one cycle, on the toy game of tests/toy.py (a
 corridor of 8 cells, whose programs compile in seconds). The study over two processes has random and ppo fused
 (methods x seeds = 4 agents on one axis, 2 per process; random's design step runs on process 0 and reaches the
 other) and sfl (a group of its own: its rows are drawn on the device and its selections read the sharded TrainState).
@@ -26,7 +26,7 @@ import pytest
 
 from tests import golden
 from tests.fast_compile import xla_flags
-from tests.test_games import write_toy_package
+from tests.toy import CHILD, write_toy_package
 
 ROOT = Path(__file__).resolve().parent.parent
 # 2 agents (seeds), one per device; one cycle (design, 2 + 2 chunks, evaluation), then 2 chunks and the final one
@@ -38,15 +38,6 @@ SFL = ["method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options
 STUDY = ("study", "--methods", "random,ppo,sfl", "--schedule", "fused")  # groups: random and ppo fused; sfl
 ENVS = ["execution.shard=envs"]  # each agent's envs over the devices
 
-# The CLI in a child process, with the toy game registered (its package is written to the folder in argv[1]).
-CHILD = """
-import sys
-sys.path.insert(0, sys.argv[1])
-from envgen_jax import games
-games.GAMES["toy"] = "toy_game.game"
-from envgen_jax.cli import main
-sys.exit(main(sys.argv[2:]))
-"""
 
 
 def _free_port() -> int:
