@@ -90,7 +90,7 @@ PARAMETER_BOUND, LOSS_BOUND = 1e-5, 1e-4
 
 def test_fused_agents_equal_the_runs_alone(fused_and_alone):
     root, settings, fused, reports, alone = fused_and_alone
-    assert len(reports) == len(METHODS) and fused.errors == {}
+    assert len(reports) == len(METHODS) and fused.failures.errors == {}
     assert fused.trainer is alone["ppo"].trainer  # one trainer; the fused chunk is its program at 8 agents
     largest = {}
     for m in METHODS:

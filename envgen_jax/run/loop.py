@@ -74,8 +74,7 @@ class EnvGenRun:
 
     def _drive(self, members: list[Member], trainer) -> None:
         self.members, self.trainer = members, trainer
-        self.failures = MemberFailures(fused=len(members) > 1)
-        self.errors, self.tracebacks = self.failures.errors, self.failures.tracebacks  # a fused run's failed members
+        self.failures = MemberFailures(fused=len(members) > 1)  # a fused run's failed members
         self.cfg, self.out, first = members[0].cfg, members[0].out, members[0]
         self.state, self.plan, self.method, self.view = first.state, first.plan, first.method, first.view
         self.env = first.env
@@ -108,7 +107,7 @@ class EnvGenRun:
               callbacks: Callbacks | None = None) -> EnvGenRun:
         """Several methods' runs (configurations alike but for `method`, of one program: `study.groups`) trained as
         one, each resumed from the newest env step at which every one has a checkpoint (`member.common_checkpoints`).
-        A member that fails (its design step raises, say) is left out of the rest, its error in `errors`.
+        A member that fails (its design step raises, say) is left out of the rest, its error in `failures.errors`.
         llm_client: one client for every run, or a list of one per run."""
         clients = llm_client if isinstance(llm_client, list) else [llm_client] * len(runs)
         members, trainer = fused_members(runs, logs or [logger] * len(runs), clients, callbacks)

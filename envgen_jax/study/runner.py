@@ -89,7 +89,8 @@ def run_group(settings: StudySettings, group: list[str], out: Path, log: Callabl
                           logs=[Prefixed(f"[{m}] ") for m in todo],
                           llm_client=[method_client(settings, m, llm_client, log) for m in todo])
     run.run()
-    return True, {m: (run.errors[m], run.tracebacks[m]) for m in todo if m in run.errors}
+    failures = run.failures
+    return True, {m: (failures.errors[m], failures.tracebacks[m]) for m in todo if m in failures.errors}
 
 
 def log_traceback(out: Path, what: str, details: str | None = None) -> Path:
