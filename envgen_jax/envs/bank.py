@@ -59,6 +59,11 @@ class Bank:
         """The params of `rows`: an int gives one row, an int array [N] (traced or not) gives N rows."""
         return jax.tree.map(lambda leaf: leaf[rows], self.params)
 
+    def only_row(self, row: int) -> "Bank":
+        """A bank of row `row` alone, cut on the host (no program compiled per leaf shape)."""
+        return self.replace(params=jax.tree.map(lambda leaf: jax.device_put(np.asarray(leaf)[row:row + 1]),
+                                                self.params))
+
     def replace_rows(self, rows, new: "Bank") -> "Bank":
         """This bank with `rows` (int array [M]) holding `new`'s M rows; the shapes stay, so nothing recompiles."""
         return self.replace(params=jax.tree.map(lambda old, x: old.at[rows].set(x), self.params, new.params))

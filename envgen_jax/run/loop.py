@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 
 from envgen_jax.run.distributed import spread
 from envgen_jax.run.failures import MemberFailures
@@ -164,8 +165,14 @@ class EnvGenRun:
         return ts
 
     def _eval_layout(self):
-        bank, rows, _ = side_by_side(self.cfg, [(m, m.eval_layout(), False) for m in self.members])
-        return bank, rows
+        """(bank, rows) of an evaluation: each member's original-game row (member i's is row i), its agents' slots on
+        it."""
+        layouts = [m.eval_layout() for m in self.members]
+        if len(layouts) == 1:
+            return layouts[0]
+        seeds = self.cfg.num_agents
+        rows = [np.broadcast_to(rows + i, (seeds, len(rows))) for i, (_, rows) in enumerate(layouts)]
+        return concatenated([bank for bank, _ in layouts]), np.concatenate(rows).astype(np.int32)
 
     def _host_work(self, ts) -> None:
         """Every member's design and evaluation phases up to its next training phase, in rounds (each member one
@@ -198,7 +205,8 @@ class EnvGenRun:
                                           fold_in=1000 + cycle, mode=self.cfg.eval.mode, key_period=self._key_period)
             stats = to_host(stats)
             for m in members:
-                self.failures.guarded(m, lambda m=m: m.evaluated(m.row_stats(stats), cycle))
+                row = self.members.index(m)  # its row of the evaluation's layout
+                self.failures.guarded(m, lambda m=m, r=row: m.evaluated(m.row_stats(stats, slice(r, r + 1)), cycle))
         for m in members:
             if not self.failures.failed(m):
                 m.checkpoint(ts, reason="cycle boundary")

@@ -90,11 +90,12 @@ class Member:
         """This member's part of the driver's TrainState (the whole state for a member holding every agent)."""
         return ts if self.agents is None else select_seeds(ts, self.agents)
 
-    def row_stats(self, stats):
-        """This member's agents and bank rows of host RowStats [agents, rows, ...]."""
+    def row_stats(self, stats, rows: slice | None = None):
+        """This member's agents and bank rows (`rows`, default its block of the training bank) of host RowStats
+        [agents, rows, ...]."""
         if self.agents is None:
             return stats
-        rows = slice(self.bank_offset, self.bank_offset + self.cfg.bank_rows)
+        rows = rows or slice(self.bank_offset, self.bank_offset + self.cfg.bank_rows)
         return jax.tree.map(lambda x: x[self.agents, rows], stats)
 
     def metrics(self, metrics):
@@ -104,7 +105,10 @@ class Member:
         return jax.tree.map(lambda x: x[self.agents], metrics).replace(rows=self.row_stats(metrics.rows))
 
     def eval_layout(self):
-        return self.method.bank_and_rows("original")[0], np.zeros(self.cfg.eval.num_envs, np.int32)
+        """(bank, rows) of an evaluation in the original game: that row alone, whatever else the method's bank holds,
+        so that every method's evaluation is one program (a study compiles it once)."""
+        bank = self.method.bank_and_rows("original")[0]
+        return bank.only_row(ORIGINAL_ROW), np.zeros(self.cfg.eval.num_envs, np.int32)
 
     # ----------------------------------------------------------------------------------------- its work
     def start(self) -> None:
