@@ -45,9 +45,9 @@ CHECKS = {
         "shapes, a scripted LLM, pictures and TensorBoard on; every output file, the step counts, the metrics rows "
         "(the loop's other tests read the same run)",
     "tests/test_loop.py::test_kill_9_anywhere_then_resume_gives_the_same_report":
-        "the CLI in subprocesses against a stand-in OpenAI server: a whole run, then one killed with SIGKILL "
-        "mid-training and again mid-LLM-request, resumed to the same report and metrics; the only kill -9 test "
-        "through the real command",
+        "the CLI in subprocesses against a stand-in OpenAI server: a run killed with SIGKILL mid-training and "
+        "again mid-LLM-request, resumed to the report and metrics of the uninterrupted run (made in-process since "
+        "round 3); the only kill -9 test through the real command",
     "tests/test_loop.py::test_heist_runs_through_the_same_loop":
         "the loop on Procgen Heist (another game, its own programs): outputs, achievements, easy mode, the written "
         "config read back",
@@ -102,7 +102,8 @@ CHECKS = {
         "evaluation): fused equals alone bit for bit, parameters and losses included",
     "tests/test_fused.py::test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results":
         "envgen-jax study --schedule fused through the CLI, killed with SIGKILL, then the same command: every "
-        "method's outputs equal the uninterrupted fused run's (the fixture's)",
+        "method's outputs equal the uninterrupted fused run's (on the toy game since round 3, a checkpoint after "
+        "every chunk)",
     "tests/test_sharding.py::test_two_forced_devices_match_one[2]":
         "a chunk sharded over two forced CPU devices (split by seed) gives one device's results",
     "tests/test_sharding.py::test_two_forced_devices_match_one[1]":

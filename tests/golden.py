@@ -46,12 +46,13 @@ TIMING_METRICS = ("steps_per_second", "seconds")
 KILL_AT_CHUNK = 6  # cycle 1: 2 + 2 chunks; cycle 2: LLM step, then chunk 5 of the LLM phase is the last checkpointed
 
 
-def responder(request: dict) -> str:
-    """An LLM whose answer depends only on the conversation, so a resumed run asks and hears the same."""
+def responder(request: dict, config_cls=None) -> str:
+    """An LLM whose answer depends only on the conversation, so a resumed run asks and hears the same (designs of
+    Crafter, or of the game whose configuration class is `config_cls`)."""
     from envgen_jax.envs.crafter import CrafterConfig
     from envgen_jax.llm.testing import asked_count, design_json, varied_configs
     turns = sum(m["role"] == "user" for m in request["messages"])
-    return design_json(varied_configs(CrafterConfig, asked_count(request, 2), offset=turns))
+    return design_json(varied_configs(config_cls or CrafterConfig, asked_count(request, 2), offset=turns))
 
 
 def client():

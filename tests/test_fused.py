@@ -136,31 +136,33 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, tmp_path, 
     assert np.max(np.abs(_losses(a["metrics"]) - _losses(b["metrics"]))) <= LOSS_BOUND
 
 
-def _respond(request):
-    """The LLM stand-in server: golden.responder's designs (the fused run's), over HTTP."""
-    from envgen_jax.llm.testing import completion_body
-
-    return 200, completion_body(golden.responder(request)), {}
-
-
 @pytest.mark.slow
-def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(fused_and_alone, tmp_path):
+def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(toy, tmp_path):
     """`envgen-jax study --schedule fused` killed mid-run, then the same command: every method's outputs are those of
-    the uninterrupted fused run (the fixture's, made in this process with the same settings and designs)."""
+    the uninterrupted fused run (made here with the same settings and designs). On the toy game (its package given
+    to the CLI's process as tests/test_multiprocess.py does), whose programs compile in seconds; a checkpoint after
+    every chunk keeps each chunk long enough to be killed in the middle of the run. Crafter's fused run is
+    test_fused_agents_equal_the_runs_alone's."""
+    import functools
     import os
     import signal
     import subprocess
     import sys
     import time
 
-    from envgen_jax.llm.testing import FakeOpenAIServer
+    from envgen_jax.llm.testing import FakeOpenAIServer, completion_body
+    from tests.toy import CHILD
 
-    root = fused_and_alone[0]
-    with FakeOpenAIServer(_respond) as server:
-        sets = [*SETTINGS, f"llm.base_url={server.base_url}", "output.checkpoint_minutes=0"]
+    respond = functools.partial(golden.responder, config_cls=toy.config_cls)  # the stand-in server's designs
+    sets = [*SETTINGS, "env=toy", "output.checkpoint_minutes=0"]
+    settings = resolve(ROOT / "configs" / "smoke.yaml", METHODS, overrides=sets)
+    whole = tmp_path / "whole"
+    EnvGenRun.fused([(settings.run_config(m), whole / m) for m in METHODS],
+                    llm_client=ScriptedClient(default=respond)).run()
+    with FakeOpenAIServer(lambda request: (200, completion_body(respond(request)), {})) as server:
         args = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", ",".join(METHODS),
-                "--schedule", "fused", *sum([["--set", s] for s in sets], [])]
-        cmd = [sys.executable, "-m", "envgen_jax.cli", *args]
+                "--schedule", "fused", *sum([["--set", s] for s in [*sets, f"llm.base_url={server.base_url}"]], [])]
+        cmd = [sys.executable, "-c", CHILD, str(tmp_path / "packages"), *args]
         env = {**os.environ, "JAX_PLATFORMS": "cpu"}
         killed = tmp_path / "killed"
         proc = subprocess.Popen([*cmd, "--out", str(killed)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
@@ -169,7 +171,7 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(fu
         deadline = time.monotonic() + 900
         while not (metrics.exists() and len(metrics.read_text().splitlines()) >= 5):
             assert proc.poll() is None and time.monotonic() < deadline, "the study ended before the kill point"
-            time.sleep(0.2)
+            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         assert not (killed / "study.json").exists()
@@ -178,7 +180,8 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(fu
         assert again.returncode == 0, again.stderr[-3000:]
         assert "resuming" in again.stdout
     for m in METHODS:
-        assert _outputs(killed / m) == _outputs(root / "fused" / m), m
+        assert _outputs(killed / m) == _outputs(whole / m), m
+    assert _outputs(whole / "random")["designs"] != _outputs(whole / "envgen")["designs"]  # the methods differ
 
 
 @pytest.mark.slow

@@ -170,8 +170,7 @@ class EnvGenRun:
         layouts = [m.eval_layout() for m in self.members]
         if len(layouts) == 1:
             return layouts[0]
-        seeds = self.cfg.num_agents
-        rows = [np.broadcast_to(rows + i, (seeds, len(rows))) for i, (_, rows) in enumerate(layouts)]
+        rows = [np.broadcast_to(rows + i, (self.cfg.num_agents, len(rows))) for i, (_, rows) in enumerate(layouts)]
         return concatenated([bank for bank, _ in layouts]), np.concatenate(rows).astype(np.int32)
 
     def _host_work(self, ts) -> None:
