@@ -6,6 +6,7 @@ settings' checks."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import flax.linen as nn
 import jax
@@ -32,6 +33,14 @@ N = 16
 RECURRENT = TrainerConfig(PPOAlgorithm(num_envs=N, num_steps=8, update_epochs=2, num_minibatches=4, lr=3e-3, gamma=0.9),
                           mlp(32, 1, recurrent="gru", memory_size=16), ExecutionConfig(resets_per_step=N))
 FEED_FORWARD = dataclasses.replace(RECURRENT, network=mlp(32, 1, memory_size=16))
+CHUNK = 10  # updates per chunk on the memory probe: every test there runs this one program per trainer
+
+
+def _train(trainer, ts, bank, rows, updates):
+    """`updates` PPO updates in chunks of CHUNK (the number of updates in a chunk is static: each is a program)."""
+    for _ in range(updates // CHUNK):
+        ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=CHUNK)
+    return ts, metrics
 
 
 @pytest.fixture(scope="module")
@@ -47,18 +56,20 @@ def test_unroll_equals_stepping_and_resets_clear_the_memory():
     t, n = 7, 4
     obs = jax.random.normal(jax.random.PRNGKey(0), (t, n, 5))
     reset = jnp.zeros((t, n), bool).at[3, 1].set(True).at[5, 2].set(True)
-    params = net.init(jax.random.PRNGKey(1), jnp.zeros((n, 6)), obs, reset, method="unroll")
+    # jitted: one program each, where op by op every layer's operations compiled one by one
+    unroll, step = (jax.jit(functools.partial(net.apply, method=m)) for m in ("unroll", "step"))
+    params = jax.jit(functools.partial(net.init, method="unroll"))(jax.random.PRNGKey(1), jnp.zeros((n, 6)), obs, reset)
     carry0 = jax.random.normal(jax.random.PRNGKey(2), (n, 6))
-    final, logits, values = net.apply(params, carry0, obs, reset, method="unroll")
+    final, logits, values = unroll(params, carry0, obs, reset)
     carry, stepped = carry0, []
     for i in range(t):
-        carry, lg, v = net.apply(params, carry, obs[i], reset[i], method="step")
+        carry, lg, v = step(params, carry, obs[i], reset[i])
         stepped.append((lg, v))
     np.testing.assert_allclose(jnp.stack([s[0] for s in stepped]), logits, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(jnp.stack([s[1] for s in stepped]), values, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(carry, final, rtol=1e-5, atol=1e-6)
     # slot 1 restarts at t = 3: from there on it equals a run that starts from zeros at t = 3
-    _, fresh_logits, _ = net.apply(params, jnp.zeros((n, 6)), obs[3:], jnp.zeros((t - 3, n), bool), method="unroll")
+    _, fresh_logits, _ = unroll(params, jnp.zeros((n, 6)), obs[3:], jnp.zeros((t - 3, n), bool))
     np.testing.assert_allclose(logits[3:, 1], fresh_logits[:, 1], rtol=1e-5, atol=1e-6)
     assert not np.allclose(logits[3:, 0], fresh_logits[:, 0])  # slot 0 kept its memory
 
@@ -79,7 +90,7 @@ def test_recurrent_rollout_is_what_training_replays(memory_trainer):
     one = jax.tree.map(lambda x: x[0], ts)
     obs, _, memory, traj, infos = jax.jit(trainer.ppo.rollout)(one.params, one.obs, one.env_state, one.memory,
                                                                 jax.random.PRNGKey(3), bank, rows)
-    logits, values = trainer.agent.evaluate(one.params, one.memory, traj.obs, traj.start)
+    logits, values = jax.jit(trainer.agent.evaluate)(one.params, one.memory, traj.obs, traj.start)  # as the learner
     from envgen_jax.trainer.networks import policy
     np.testing.assert_allclose(policy(logits).log_prob(traj.action), traj.log_prob, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(values, traj.value, rtol=1e-5, atol=1e-5)
@@ -96,8 +107,7 @@ def test_only_a_recurrent_policy_solves_the_memory_probe(memory_trainer):
     ff = make_trainer(probes.CueMemoryEnv(), dataclasses.replace(FEED_FORWARD, num_seeds=2))
     rates = {}
     for name, tr in (("gru", trainer), ("mlp", ff)):
-        ts = tr.init(bank, rows)
-        ts, _ = tr.train_chunk(ts, bank, rows, num_updates=150)
+        ts, _ = _train(tr, tr.init(bank, rows), bank, rows, 150)
         ts, m = tr.train_chunk(ts, bank, rows, num_updates=10)
         m = to_host(m)
         rates[name] = m.rows.achievement_counts[:, 0, 0] / m.rows.episodes[:, 0]
@@ -107,8 +117,7 @@ def test_only_a_recurrent_policy_solves_the_memory_probe(memory_trainer):
 
 def test_recurrent_evaluation_carries_memory(memory_trainer):
     trainer, bank, rows = memory_trainer
-    ts = trainer.init(bank, rows)
-    ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=150)
+    ts, _ = _train(trainer, trainer.init(bank, rows), bank, rows, 150)
     evaluator = make_evaluator(trainer, 8, 2, 50, game=games.get("crafter"))
     report = evaluator.evaluate(ts.params, bank, np.zeros(8, np.int32), key=1)
     assert report.episodes.tolist() == [16, 16]
@@ -118,13 +127,13 @@ def test_recurrent_evaluation_carries_memory(memory_trainer):
 def test_recurrent_value_norm_run_resumes_exactly(memory_trainer, tmp_path):
     trainer, bank, rows = memory_trainer
     ts = trainer.init(bank, rows)
-    ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=2)
+    ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=CHUNK)
     save_checkpoint(tmp_path / "ckpt", ts)
-    # 16 steps into 3-step episodes: mid-episode, so the saved memory matters
+    # 80 steps into 3-step episodes: mid-episode, so the saved memory matters
     assert float(ts.value_norm.weight[0]) > 0 and np.any(np.asarray(ts.memory) != 0)
-    straight, m1 = trainer.train_chunk(ts, bank, rows, num_updates=2)
+    straight, m1 = trainer.train_chunk(ts, bank, rows, num_updates=CHUNK)
     resumed = trainer.restore(tmp_path / "ckpt", bank, rows)
-    resumed, m2 = trainer.train_chunk(resumed, bank, rows, num_updates=2)
+    resumed, m2 = trainer.train_chunk(resumed, bank, rows, num_updates=CHUNK)
     assert_trees_equal(jax.device_get(straight), jax.device_get(resumed))
     assert_trees_equal(to_host(m1), to_host(m2))
 
@@ -203,8 +212,8 @@ def test_map_network_reads_crafters_layout(crafter_env):
     assert int(np.prod(crafter_env.map_shape)) + 22 == crafter_env.obs_shape[0]
     net = actor_critic(num_actions=17, obs_shape=(1345,), map_shape=(7, 9, 21),
                       settings=MapNet(width=16, depth=1, channels=(4,), layer_norm=True))
-    params = net.init(jax.random.PRNGKey(0), jnp.zeros(1345))
-    logits, value = net.apply(params, jnp.zeros((2, 3, 1345)))
+    params = jax.jit(net.init)(jax.random.PRNGKey(0), jnp.zeros(1345))  # jitted: one program, not one per operation
+    logits, value = jax.jit(net.apply)(params, jnp.zeros((2, 3, 1345)))
     assert logits.shape == (2, 3, 17) and value.shape == (2, 3)
 
 
@@ -256,7 +265,7 @@ def test_the_conv_encoders_residual_blocks_are_a_setting():
     counts = []
     for blocks in (2, 1, 0):
         net = actor_critic(num_actions=3, obs_shape=(9, 9, 3), settings=ConvNet(channels=(4,), res_blocks=blocks, width=8))
-        params = net.init(jax.random.PRNGKey(0), jnp.zeros((9, 9, 3), jnp.uint8))
+        params = jax.jit(net.init)(jax.random.PRNGKey(0), jnp.zeros((9, 9, 3), jnp.uint8))
         counts.append(sum(x.size for x in jax.tree.leaves(params)))
     per_block = 2 * (3 * 3 * 4 * 4 + 4)  # two 3x3 convs of 4 channels
     assert counts[0] - counts[1] == counts[1] - counts[2] == per_block

@@ -30,22 +30,23 @@ TINY = {"trunk": TrunkNet(width=8, head_width=16),
 def test_each_ladder_encoder_gives_logits_and_values(kind):
     net = actor_critic(num_actions=3, obs_shape=OBS, settings=TINY[kind], map_shape=MAP)
     obs = jax.random.uniform(jax.random.PRNGKey(1), (2, 5) + OBS)
-    params = net.init(jax.random.PRNGKey(0), obs[0, 0])
-    logits, value = net.apply(params, obs)
+    # jitted: one program each, where op by op every layer's operations compiled one by one
+    params = jax.jit(net.init)(jax.random.PRNGKey(0), obs[0, 0])
+    logits, value = jax.jit(net.apply)(params, obs)
     assert logits.shape == (2, 5, 3) and value.shape == (2, 5)
     assert np.isfinite(np.asarray(logits)).all() and np.isfinite(np.asarray(value)).all()
     if kind != "trunk":  # conv_as_matmul: the same parameters, the convolutions as patches x kernel
         dense = actor_critic(num_actions=3, obs_shape=OBS, settings=TINY[kind], map_shape=MAP, conv_as_matmul=True)
-        np.testing.assert_allclose(dense.apply(params, obs)[0], logits, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(jax.jit(dense.apply)(params, obs)[0], logits, rtol=1e-4, atol=1e-5)
 
 
 def test_a_memory_reads_the_grid_encoders_features():
     from envgen_jax.trainer.networks import Agent
     agent = Agent(actor_critic(num_actions=3, obs_shape=OBS, settings=TINY["grid"], map_shape=MAP, recurrent="gru",
                               memory_size=4))
-    params = agent.init(jax.random.PRNGKey(0))
+    params = jax.jit(agent.init)(jax.random.PRNGKey(0))
     obs = jnp.ones((2, 3) + OBS)  # [T, N]
-    logits, value = agent.evaluate(params, agent.initial_memory(3), obs, jnp.zeros((2, 3), bool))
+    logits, value = jax.jit(agent.evaluate)(params, agent.initial_memory(3), obs, jnp.zeros((2, 3), bool))
     assert logits.shape == (2, 3, 3) and value.shape == (2, 3)
 
 
@@ -149,6 +150,11 @@ def test_the_rungs_speed_side_by_side(tmp_path, monkeypatch):
     first recipe the base of the ratios; the chunk's train state is carried from call to call (it is donated)."""
     from benchmarks import agent_ladder
     from benchmarks import agent_sample_efficiency as ase
+    from envgen_jax.trainer import probes
+    # What is tested is the timing and its table, not the game: the recipes' chunks run on a probe, whose programs
+    # compile in seconds (2026-11-28, 2 loaded cores: the init and two chunks 67 s on Crafter, 10 s on the probe).
+    monkeypatch.setattr(ase, "CrafterEnv", lambda observation: probes.ConstantRewardEnv())
+    monkeypatch.setattr(ase, "make_params", lambda configs: probes.make_bank([1.0]))
     tiny = ase.changed(ase.LOW_SAMPLE, NetworkConfig(mlp=MLPNet(**{**ase.LOW_MLP, "width": 8})), num_envs=2,
                        num_steps=4, update_epochs=1, num_minibatches=1)
     monkeypatch.setattr(ase, "RECIPES", {"tiny_a": {"agent": tiny, "why": "a"},

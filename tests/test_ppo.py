@@ -83,24 +83,35 @@ def test_gae_without_dones_is_discounted_td_lambda():
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# probe environments (one trainer per env, compiled once per module)
+# probe environments (one trainer per env and per static setting, compiled once per module)
+
+# Updates per chunk on each probe: a probe's learning runs are chunks of the size its other tests run, so that every
+# test on one probe runs one compiled program (the number of updates in a chunk is static: each size is a program).
+CHUNK = {probes.ConstantRewardEnv: 2, probes.BanditEnv: 3}
+BANDIT_BANK = probes.make_bank([1.0, 0.5], shifts=[1, 2])  # row 0 is every test's bandit; row 1 is the seed tests'
 
 
-def _train(env, bank, updates, **overrides):
-    cfg = with_ppo(TINY, **overrides)
-    trainer = make_trainer(env, cfg)
+def _train(env, bank, updates, static=None, **hparams):
+    """`updates` PPO updates on `env` from TINY (`static`: settings that change the program), in chunks of the
+    probe's size; `hparams` (traced: lr, gamma, ...) change no program. (trainer, state, host metrics per chunk)"""
+    trainer = make_trainer(env, with_ppo(TINY, **(static or {})))
     rows = jnp.zeros(N, jnp.int32)
-    ts = trainer.init(bank, rows)
-    ts, metrics = trainer.train_chunk(ts, bank, rows, num_updates=updates)
-    return trainer, ts, to_host(metrics)
+    ts = trainer.init(bank, rows, hparams=hparams)
+    size = CHUNK.get(type(env), 2)
+    assert updates % size == 0, (updates, size)
+    metrics = []
+    for _ in range(updates // size):
+        ts, m = trainer.train_chunk(ts, bank, rows, num_updates=size)
+        metrics.append(to_host(m))
+    return trainer, ts, metrics
 
 
 def test_constant_reward_value():
     env = probes.ConstantRewardEnv()
-    trainer, ts, m = _train(env, probes.make_bank([1.0]), 150, gamma=0.9)
+    trainer, ts, ms = _train(env, probes.make_bank([1.0]), 150, gamma=0.9)
     v = _values(trainer, ts, env._obs(0)[None])
     assert abs(v[0] - 1.0) < 0.1, v
-    assert np.isfinite(m.losses.total_loss).all()
+    assert all(np.isfinite(m.losses.total_loss).all() for m in ms)
 
 
 def test_two_obs_value_per_observation():
@@ -119,23 +130,22 @@ def test_discount_probe():
 
 def test_bandit_policy_learns_rewarded_action():
     env = probes.BanditEnv()
-    bank = probes.make_bank([1.0], shifts=[1])
-    trainer, ts, m = _train(env, bank, 150, ent_coef=0.0, lr=1e-2)
+    trainer, ts, ms = _train(env, BANDIT_BANK, 150, ent_coef=0.0, lr=1e-2)
     logits, _ = trainer.apply(_seed0(ts.params), jnp.eye(env.obs_dim))
     probs = np.asarray(jax.nn.softmax(logits))
     best = (np.arange(env.obs_dim) + 1) % env.num_actions
     assert (probs[np.arange(env.obs_dim), best] > 0.9).all(), probs
     # the chunk's success counts show the same thing: late in training "correct" dominates
-    rate = m.rows.achievement_counts[0, 0, 0] / m.rows.episodes[0, 0]
+    rate = sum(m.rows.achievement_counts[0, 0, 0] for m in ms) / sum(m.rows.episodes[0, 0] for m in ms)
     assert rate > 0.5
 
 
 def test_kl_limit_skips_the_rest_of_an_update_and_a_limit_never_reached_changes_nothing():
     env = probes.BanditEnv()
-    bank = probes.make_bank([1.0], shifts=[1])
-    first, free, m_free = _train(env, bank, 3, lr=1e-2)
-    _, loose, m_loose = _train(env, bank, 3, lr=1e-2, target_kl=1e6)
-    _, tight, m_tight = _train(env, bank, 3, lr=1e-2, target_kl=1e-7)
+    bank = BANDIT_BANK
+    first, free, (m_free,) = _train(env, bank, 3, lr=1e-2)
+    _, loose, (m_loose,) = _train(env, bank, 3, static=dict(target_kl=1e6), lr=1e-2)
+    _, tight, (m_tight,) = _train(env, bank, 3, static=dict(target_kl=1e-7), lr=1e-2)
     for a, b in zip(jax.tree.leaves(free.params), jax.tree.leaves(loose.params)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
     assert (m_free.losses.kl_stopped == 0).all() and (m_loose.losses.kl_stopped == 0).all()
@@ -150,8 +160,8 @@ def test_kl_limit_skips_the_rest_of_an_update_and_a_limit_never_reached_changes_
 @pytest.mark.parametrize("bootstrap, target", [(True, 2.0), (False, None)])
 def test_time_limit_bootstrap(bootstrap, target):
     env = probes.TimeLimitEnv(limit=4)
-    trainer, ts, _ = _train(env, probes.make_bank([1.0]), 200, gamma=0.5, gae_lambda=0.95,
-                            bootstrap_truncated=bootstrap)
+    trainer, ts, _ = _train(env, probes.make_bank([1.0]), 200, static=dict(bootstrap_truncated=bootstrap), gamma=0.5,
+                            gae_lambda=0.95)
     v = _values(trainer, ts, env._obs(0)[None])[0]
     if bootstrap:
         assert abs(v - target) < 0.15, v  # r / (1 - gamma)
@@ -165,6 +175,8 @@ def test_time_limit_bootstrap(bootstrap, target):
 
 @pytest.fixture(scope="module")
 def two_seed_trainer():
+    """Three seeds on the constant-reward probe; the chunks of the tests on it run 2 updates on a 3-row bank: one
+    program."""
     cfg = dataclasses.replace(TINY, num_seeds=3)
     return make_trainer(probes.ConstantRewardEnv(), cfg)
 
@@ -221,7 +233,7 @@ def test_seed_vmap_matches_single_seed():
     env = probes.BanditEnv()
     cfg = dataclasses.replace(TINY, num_seeds=3, seed=5)
     trainer = make_trainer(env, cfg)
-    bank = probes.make_bank([1.0, 0.5], shifts=[1, 2])
+    bank = BANDIT_BANK
     rows = jnp.asarray([0, 1] * (N // 2), jnp.int32)
 
     ts = trainer.init(bank, rows)  # seeds 5, 6, 7
@@ -243,17 +255,17 @@ def test_seed_vmap_matches_single_seed():
     assert not np.allclose(jax.tree.leaves(ts.params)[0][0], jax.tree.leaves(ts.params)[0][1])
 
 
-def test_per_seed_rows_match_shared_rows():
-    env = probes.ConstantRewardEnv()
-    trainer = make_trainer(env, dataclasses.replace(TINY, num_seeds=2))
-    bank = probes.make_bank([1.0, 0.5])
+def test_per_seed_rows_match_shared_rows(two_seed_trainer):
+    trainer = two_seed_trainer
+    bank = probes.make_bank([1.0, 0.5, 2.0])  # 3 rows, 2 updates: the shared-rows chunk is the fixture's program
     rows = jnp.asarray([0] * 8 + [1] * 8, jnp.int32)
     shared, m_shared = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=2)
-    per_seed_rows = jnp.stack([rows, 1 - rows])
+    per_seed_rows = jnp.stack([rows, 1 - rows, rows])
     per, m_per = trainer.train_chunk(trainer.init(bank, per_seed_rows), bank, per_seed_rows, num_updates=2)
     m_shared, m_per = to_host(m_shared), to_host(m_per)
     np.testing.assert_array_equal(m_per.rows.episodes[0], m_shared.rows.episodes[0])
-    np.testing.assert_allclose(mean_or_nan(m_per.rows.return_sum, m_per.rows.episodes), [[1.0, 0.5], [1.0, 0.5]])
+    np.testing.assert_allclose(mean_or_nan(m_per.rows.return_sum, m_per.rows.episodes)[:, :2],
+                               [[1.0, 0.5]] * 3)
     for a, b in zip(jax.tree.leaves(select_seeds(per, 0).params), jax.tree.leaves(select_seeds(shared, 0).params)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
@@ -285,15 +297,16 @@ def test_networks_shapes_and_size():
     from envgen_jax.trainer.encoders import actor_critic
     from envgen_jax.trainer.networks import count_params
 
+    # jitted: one program each, where op by op every layer's operations compiled one by one
     mlp = actor_critic(num_actions=17, obs_shape=(1345,), settings=MLPNet())
-    params = mlp.init(jax.random.PRNGKey(0), jnp.zeros((1345,)))
+    params = jax.jit(mlp.init)(jax.random.PRNGKey(0), jnp.zeros((1345,)))
     assert 2.3e6 < count_params(params) < 2.5e6  # Craftax baselines: about 2.4M on the 1345-d input
-    logits, value = mlp.apply(params, jnp.zeros((3, 5, 1345)))
+    logits, value = jax.jit(mlp.apply)(params, jnp.zeros((3, 5, 1345)))
     assert logits.shape == (3, 5, 17) and value.shape == (3, 5)
 
     conv = actor_critic(num_actions=17, obs_shape=(63, 63, 3), settings=ConvNet(width=32, channels=(8, 16)))
-    params = conv.init(jax.random.PRNGKey(0), jnp.zeros((63, 63, 3)))
-    logits, value = conv.apply(params, jnp.ones((2, 4, 63, 63, 3)))
+    params = jax.jit(conv.init)(jax.random.PRNGKey(0), jnp.zeros((63, 63, 3)))
+    logits, value = jax.jit(conv.apply)(params, jnp.ones((2, 4, 63, 63, 3)))
     assert logits.shape == (2, 4, 17) and value.shape == (2, 4)
     # heads start near-uniform (policy head init scale 0.01)
     assert float(jnp.abs(logits).max()) < 0.5
@@ -325,7 +338,8 @@ def _equations(jaxpr):
                     yield from _equations(inner)
 
 
-def test_a_chunk_compiled_ahead_is_the_program_train_chunk_runs():
+def test_a_chunk_compiled_ahead_is_the_program_train_chunk_runs(monkeypatch):
+    monkeypatch.setenv("ENVGEN_JAX_REUSE_PROGRAMS", "0")  # two trainers of their own, neither traced before
     bank, rows = probes.make_bank([1.0]), np.zeros(N, np.int32)
     ahead, plain = (make_trainer(probes.ConstantRewardEnv(), dataclasses.replace(TINY)) for _ in range(2))
     ts = ahead.init(bank, rows)
@@ -349,13 +363,13 @@ def test_host_prng_keys_are_jax_keys():
 def test_reset_flag_is_reset_envs_then_the_chunk(two_seed_trainer):
     """train_chunk(reset=True) starts fresh episodes inside the chunk's own program, exactly as reset_envs first."""
     trainer = two_seed_trainer
-    bank, rows = probes.make_bank([1.0, 0.5]), np.asarray([0] * 10 + [1] * 6, np.int32)
-    ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=1)
+    bank, rows = probes.make_bank([1.0, 0.5, 2.0]), np.asarray([0] * 10 + [1] * 6, np.int32)
+    ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=2)
     rows2 = rows[::-1].copy()
     copy = lambda t: jax.tree.map(jnp.copy, t)  # noqa: E731 -- the chunk donates its state
-    a, ma = trainer.train_chunk(trainer.reset_envs(copy(ts), bank, rows2), bank, rows2, num_updates=1)
-    b, mb = trainer.train_chunk(copy(ts), bank, rows2, num_updates=1, reset=True)
-    c, _ = trainer.train_chunk(copy(ts), bank, rows2, num_updates=1)
+    a, ma = trainer.train_chunk(trainer.reset_envs(copy(ts), bank, rows2), bank, rows2, num_updates=2)
+    b, mb = trainer.train_chunk(copy(ts), bank, rows2, num_updates=2, reset=True)
+    c, _ = trainer.train_chunk(copy(ts), bank, rows2, num_updates=2)
     for x, y in zip(jax.tree.leaves((a, ma)), jax.tree.leaves((b, mb))):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     assert not (np.asarray(c.key) == np.asarray(b.key)).all()  # without the flag: no reset, another key
@@ -365,14 +379,14 @@ def test_blank_init_then_a_resetting_chunk_trains_as_init(two_seed_trainer):
     """init(episodes=False) leaves the env slots blank and makes no world; the first chunk's reset fills them from
     the state's key, so the run is the same as after init() (the loop inits so; the goldens check it on Crafter)."""
     trainer = two_seed_trainer
-    bank, rows = probes.make_bank([1.0, 0.5]), np.asarray([0] * 10 + [1] * 6, np.int32)
+    bank, rows = probes.make_bank([1.0, 0.5, 2.0]), np.asarray([0] * 10 + [1] * 6, np.int32)
     full, blank = trainer.init(bank, rows), trainer.init(bank, rows, episodes=False)
     assert jax.tree.structure(full) == jax.tree.structure(blank)
     for x, y in zip(jax.tree.leaves(full), jax.tree.leaves(blank)):
         assert (x.shape, x.dtype, x.weak_type) == (y.shape, y.dtype, y.weak_type)
     assert not np.asarray(blank.obs).any() and np.asarray(full.obs).any()
-    a, ma = trainer.train_chunk(full, bank, rows, num_updates=1, reset=True)
-    b, mb = trainer.train_chunk(blank, bank, rows, num_updates=1, reset=True)
+    a, ma = trainer.train_chunk(full, bank, rows, num_updates=2, reset=True)
+    b, mb = trainer.train_chunk(blank, bank, rows, num_updates=2, reset=True)
     for x, y in zip(jax.tree.leaves((a, ma)), jax.tree.leaves((b, mb))):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
