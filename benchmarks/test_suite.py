@@ -46,8 +46,8 @@ CHECKS = {
         "(the loop's other tests read the same run)",
     "tests/test_loop.py::test_kill_9_anywhere_then_resume_gives_the_same_report":
         "the CLI in subprocesses against a stand-in OpenAI server: a run killed with SIGKILL mid-training and "
-        "again mid-LLM-request, resumed to the report and metrics of the uninterrupted run (made in-process since "
-        "round 3); the only kill -9 test through the real command",
+        "again mid-LLM-request, resumed to the report and metrics of the uninterrupted run (since round 3 on the "
+        "toy game, the uninterrupted run in-process); the only kill -9 test of train through the real command",
     "tests/test_loop.py::test_heist_runs_through_the_same_loop":
         "the loop on Procgen Heist (another game, its own programs): outputs, achievements, easy mode, the written "
         "config read back",
