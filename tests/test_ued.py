@@ -205,7 +205,9 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
                            jax.device_get(trainer.agent_state(a).replace(env_state=None)))
         if level_sampler is not None:
             assert_trees_equal(restored.sampler, a.sampler)
-        trainer.train_chunk(restored, bank, drawn, num_updates=1)  # and trains on, in the drawn layout's program
+        traces = trainer.trace_counts["train_chunk"]
+        trainer.train_chunk(restored, bank, drawn, num_updates=4)  # and trains on, in the drawn layout's program
+        assert trainer.trace_counts["train_chunk"] == traces
         with pytest.raises(ConfigError, match="ran fixed rows, and this phase draws its rows from several"):
             trainer.restore(path, bank, RowSampler(jnp.full((cfg.num_seeds, 2), 0.5)) if level_sampler is None
                             else Replay.held([0.5, 0.5]))
