@@ -77,7 +77,7 @@ def test_rotation_keeps_the_newest_and_restores_the_newest(bandit, tmp_path):
     with Checkpoints(folder, keep=2) as checkpoints:
         assert checkpoints.latest_step() is None and not folder.exists()  # no checkpoint yet: no directory either
         for step in range(1, 6):
-            ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=1)
+            ts, _ = trainer.train_chunk(ts, bank, rows, num_updates=3)  # the module's one chunk program
             path = checkpoints.save(step, ts, metadata={"loop": {"step": step}})
             assert path == folder / str(step) and newest_checkpoint(folder) == path
             assert checkpoints.all_steps() == list(range(max(1, step - 1), step + 1))
@@ -137,7 +137,7 @@ def _flat(agent, drop=(), **extra) -> dict:
 
 def test_a_checkpoint_from_before_the_agent_fields_restores_with_the_configs_hparams(bandit, tmp_path):
     trainer, bank, rows = bandit
-    ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=2)
+    ts, _ = trainer.train_chunk(trainer.init(bank, rows), bank, rows, num_updates=3)
     save_checkpoint(tmp_path / "old", _flat(ts, drop=("hparams", "value_norm", "memory")))
     restored = trainer.restore(tmp_path / "old", bank, rows)
     assert_trees_equal(restored, ts)  # the config's hparams are what the agent trained with
