@@ -40,31 +40,35 @@ def _network(**kw):
 def _fit(network, steps=30):
     """A few Adam steps pulling the policy toward action 2 and the value toward 1: (params, losses)."""
     obs = jax.random.uniform(jax.random.PRNGKey(2), (8,) + OBS)
-    params = network.init(jax.random.PRNGKey(0), obs[0])
     tx = optax.adam(3e-3)
 
     def loss(p):
         logits, value = network.apply(p, obs)
         return -jax.nn.log_softmax(logits)[:, 2].mean() + ((value - 1.0) ** 2).mean()
 
-    @jax.jit
     def step(carry, _):
         p, s = carry
         value, grads = jax.value_and_grad(loss)(p)
         updates, s = tx.update(grads, s)
         return (optax.apply_updates(p, updates), s), value
 
-    (params, _), losses = jax.lax.scan(step, (params, tx.init(params)), None, length=steps)
+    @jax.jit  # one program: op by op, the init and the optimiser's state compiled a program per operation
+    def fit():
+        params = network.init(jax.random.PRNGKey(0), obs[0])
+        (params, _), losses = jax.lax.scan(step, (params, tx.init(params)), None, length=steps)
+        return params, losses
+
+    params, losses = fit()
     return params, np.asarray(losses)
 
 
 def test_bfloat16_computes_in_bfloat16_keeps_float32_state_and_trains():
     f32, bf16 = _network(), _network(compute_dtype="bfloat16")
     obs = jnp.zeros((3,) + OBS, jnp.uint8)
-    params = f32.init(jax.random.PRNGKey(0), obs[0])
-    dtypes = jax.tree.map(lambda p: p.dtype, bf16.init(jax.random.PRNGKey(0), obs[0]))
+    params = jax.jit(f32.init)(jax.random.PRNGKey(0), obs[0])
+    dtypes = jax.tree.map(lambda p: p.dtype, jax.eval_shape(bf16.init, jax.random.PRNGKey(0), obs[0]))
     assert jax.tree.map(lambda p: p.dtype, params) == dtypes
-    logits, value = bf16.apply(params, obs)
+    logits, value = jax.jit(bf16.apply)(params, obs)
     assert logits.dtype == value.dtype == jnp.float32
     hlo = jax.jit(bf16.apply).lower(params, obs).as_text()
     assert "bf16" in hlo and "bf16" not in jax.jit(f32.apply).lower(params, obs).as_text()
@@ -85,5 +89,5 @@ def test_map_encoder_with_residual_blocks_builds_in_either_dtype(dtype):
     """The map encoder's residual blocks (3x3 convolutions as patches x kernel) in float32 and bfloat16."""
     x = jax.random.uniform(jax.random.PRNGKey(0), (2, 7 * 9 * 4 + 5))
     encoder = MapEncoder((7, 9, 4), channels=(8,), res_blocks=1, width=16, dtype=dtype)
-    out = encoder.apply(encoder.init(jax.random.PRNGKey(1), x), x)
+    out = jax.jit(lambda x: encoder.apply(encoder.init(jax.random.PRNGKey(1), x), x))(x)  # one program
     assert out.shape == (2, 16) and np.isfinite(np.asarray(out, np.float32)).all()
