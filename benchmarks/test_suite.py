@@ -74,11 +74,12 @@ CHECKS = {
         "envgen_sfl against its golden: the LLM's pool filtered by learnability, training only in the chosen rows, "
         "each environment's learnability in the next prompt",
     "tests/test_benchmarks.py::test_run_all_envs_part":
-        "carries the module's benchmarks/run_all.py --cpu-tiny subprocess (every part: env speed against craftax, "
-        "training, e2e) and checks the envs part; the only test of the benchmarks' whole pipeline",
+        "carries the module's benchmarks/run_all.py --cpu-tiny subprocesses (env speed against craftax and "
+        "training at the fast-compile flags; e2e at the golden runs' agent, shapes and flags, so it shares their "
+        "programs) and checks the envs part; the only test of the benchmarks' whole pipeline",
     "tests/test_benchmarks.py::test_a_killed_e2e_benchmark_keeps_its_rows":
-        "run_all's e2e part killed with SIGKILL in its second row: the first row is whole and the second saved as "
-        "unfinished with its time so far",
+        "run_all's e2e part killed with SIGKILL in its second row (1 seed): the first (2 seeds, the golden shape, "
+        "loaded from the cache) is whole and the second saved as unfinished with its time so far",
     "tests/test_llm_local.py::test_default_offline_designer_generates_through_the_cli":
         "envgen-jax llm generate with no endpoint: the default 1.5B offline model makes one real design",
     "tests/test_llm_local.py::test_small_model_serves_valid_configs_and_reuses_its_prompt_cache":

@@ -15,29 +15,42 @@ import numpy as np
 import pytest
 
 from envgen_jax.run.compile_record import PHASES
+from tests import golden
 from tests.fast_compile import xla_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 TINY_NOMINAL_STEPS = 2 * (256 + 256) + 512  # run_all.TINY_E2E: 2 cycles x (LLM + original) + final, per seed
+# The e2e part on configs/smoke.yaml, whose agent is the golden runs' (tests/golden.py): with run_all's TINY_E2E (the
+# golden TINY), 2 seeds and the suite's XLA flags it runs exactly their programs, so it loads what the suite's
+# golden-shape runs compiled, or compiles it for them.
+SMOKE = ["--config", "configs/smoke.yaml"]
 
 
-def _run_all_env() -> dict:
-    """`run_all.py`'s environment: CPU, the fast-compile flags (compiling is all these tiny runs spend time on), and
-    conftest's persistent compilation cache, inherited, so a second run of the suite compiles nothing."""
-    return {**os.environ, "JAX_PLATFORMS": "cpu", "OMP_WAIT_POLICY": "PASSIVE", "XLA_FLAGS": xla_flags()}
+def _run_all(*args: str, out: Path, fast_compile: bool) -> dict:
+    """The subprocess arguments of `run_all.py --cpu-tiny *args` on CPU writing to `out`, with conftest's persistent
+    compilation cache (inherited); at the fast-compile flags where its programs are this file's own (compiling is all
+    these tiny runs spend time on), else at the suite's own (flags are part of a program's cache key)."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "OMP_WAIT_POLICY": "PASSIVE"}
+    if fast_compile:
+        env["XLA_FLAGS"] = xla_flags()
+    return dict(args=[sys.executable, "benchmarks/run_all.py", "--cpu-tiny", *args, "--out-dir", str(out),
+                      "--runs-dir", str(out / "runs")], cwd=ROOT, env=env)
 
 
 @pytest.fixture(scope="module")
 def run_all_tiny(tmp_path_factory):
-    """One subprocess runs all three parts (so they share it)."""
+    """Every part, into one folder: envs and training in one subprocess, e2e in another (the suite's flags)."""
     out = tmp_path_factory.mktemp("bench_results")
-    proc = subprocess.run([sys.executable, "benchmarks/run_all.py", "--cpu-tiny", "--envs", "8", "--seeds", "1",
-                           "--out-dir", str(out), "--runs-dir", str(out / "runs")],
-                          cwd=ROOT, env=_run_all_env(), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-4000:] + "\n" + proc.stderr[-4000:]
-    return out, proc.stdout
+    stdout = ""
+    for args, fast_compile in ((["--parts", "envs,training", "--envs", "8"], True),
+                               (["--parts", "e2e", *SMOKE, "--seeds", "2"], False)):
+        proc = subprocess.run(**_run_all(*args, out=out, fast_compile=fast_compile), capture_output=True, text=True,
+                              timeout=900)
+        assert proc.returncode == 0, proc.stdout[-4000:] + "\n" + proc.stderr[-4000:]
+        stdout += proc.stdout
+    return out, stdout
 
 
 def _load(out: Path, part: str) -> dict:
@@ -89,15 +102,17 @@ def test_run_all_training_part(run_all_tiny):
 
 
 def test_run_all_e2e_part(run_all_tiny):
+    from benchmarks.run_all import E2E_QUIET, TINY_E2E
     out, stdout = run_all_tiny
     data = _load(out, "e2e")
     s = data["settings"]
-    assert s["config"] == "configs/crafter_envgen.yaml" and s["method"] == "envgen" and s["llm"] == "scripted"
+    assert s["config"] == "configs/smoke.yaml" and s["method"] == "envgen" and s["llm"] == "scripted"
+    assert sorted([*TINY_E2E, *E2E_QUIET, "seeds=2"]) == sorted(golden.TINY)  # so its programs are the golden runs'
     (row,) = data["rows"]
-    assert row["seeds"] == 1 and row["llm_calls"] == s["cycles"] == 2
+    assert row["seeds"] == 2 and row["llm_calls"] == s["cycles"] == 2
     assert row["llm"]["mode"] == "scripted"
     assert row["env_steps_per_seed"] == row["nominal_env_steps_per_seed"] == TINY_NOMINAL_STEPS
-    assert row["env_steps_total"] == TINY_NOMINAL_STEPS
+    assert row["env_steps_total"] == 2 * TINY_NOMINAL_STEPS
     assert row["wall_s"] > 0 and row["sps_wall"] > 0
     assert row["compile_s"] is None or row["compile_s"] >= 0  # None: this jax names its compile events otherwise
     phases = row["phase_s"]
@@ -116,12 +131,10 @@ def test_run_all_e2e_part(run_all_tiny):
 @pytest.mark.slow
 def test_a_killed_e2e_benchmark_keeps_its_rows(run_all_tiny, tmp_path):
     """Rows are saved as measured, and a row being measured is saved after each section with its time so far: a
-    kill -9 in the second seed count's run leaves the first row whole and the second as `unfinished`. The tiny run
-    above (its e2e part after its other parts) wrote this run's first-row programs to the suite's cache, so that
-    row loads its chunk and evaluation from there."""
-    proc = subprocess.Popen([sys.executable, "benchmarks/run_all.py", "--cpu-tiny", "--parts", "e2e", "--seeds",
-                             "1,2", "--out-dir", str(tmp_path), "--runs-dir", str(tmp_path / "runs")],
-                            cwd=ROOT, env=_run_all_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kill -9 in the second seed count's run leaves the first row whole and the second as `unfinished`. The first row
+    is the tiny run's above, so it loads its programs from the suite's cache."""
+    proc = subprocess.Popen(**_run_all("--parts", "e2e", *SMOKE, "--seeds", "2,1", out=tmp_path, fast_compile=False),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     path = tmp_path / "e2e_cpu.json"
 
     def rows():
@@ -132,7 +145,7 @@ def test_a_killed_e2e_benchmark_keeps_its_rows(run_all_tiny, tmp_path):
 
     deadline = time.monotonic() + 900
     try:
-        while not (2 in rows() and rows()[2].get("phase_s_so_far", {}).get("train")):
+        while not (1 in rows() and rows()[1].get("phase_s_so_far", {}).get("train")):
             assert proc.poll() is None, "run_all ended before the kill point"
             assert time.monotonic() < deadline, "timed out waiting for the kill point"
             time.sleep(0.2)
@@ -140,10 +153,11 @@ def test_a_killed_e2e_benchmark_keeps_its_rows(run_all_tiny, tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     saved = rows()
-    assert "error" not in saved[1] and saved[1]["wall_s"] > 0
-    assert set(saved[1]["phases"]) == set(PHASES) and saved[1]["programs"]["cache_hits"] >= 2
-    assert saved[2]["unfinished"] is True and "unfinished" in saved[2]["error"]
-    assert saved[2]["wall_s_so_far"] > 0 and saved[2]["phase_s_so_far"]["train"] > 0
+    assert "error" not in saved[2] and saved[2]["wall_s"] > 0
+    assert set(saved[2]["phases"]) == set(PHASES) and saved[2]["programs"]["cache_hits"] >= 2
+    assert saved[2]["programs"]["compiled"] == 0  # init, chunk and evaluation: the tiny run's, loaded
+    assert saved[1]["unfinished"] is True and "unfinished" in saved[1]["error"]
+    assert saved[1]["wall_s_so_far"] > 0 and saved[1]["phase_s_so_far"]["train"] > 0
 
 
 def test_training_row_keeps_what_a_time_limit_cut_off(monkeypatch):
@@ -304,7 +318,9 @@ def test_reproduce_arguments():
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# agent_sample_efficiency: tiny recipes in-process (one compiled Crafter trainer shared by the calls)
+# agent_sample_efficiency: tiny recipes in-process. Both recipes train one agent (layer norm, value normalisation) in
+# 4-agent programs, "tiny" with 4 seeds and "tiny_grid" with 2 learning rates x 2 seeds: the traced hyperparameters
+# are part of every agent's state, so one compiled init and train chunk serve every call below.
 
 
 @pytest.fixture
@@ -312,44 +328,55 @@ def tiny_agent_benchmark(monkeypatch):
     from benchmarks import agent_sample_efficiency as ase
     from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig
     from envgen_jax.trainer.encoders import MLPNet, NetworkConfig
-    tiny = TrainerConfig(PPOAlgorithm(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2),
-                         NetworkConfig(mlp=MLPNet(width=16, depth=1)), ExecutionConfig(resets_per_step=1))
-    monkeypatch.setattr(ase, "RECIPES", {
-        "tiny": {"agent": ase.changed(tiny, NetworkConfig(mlp=MLPNet(width=16, depth=1, layer_norm=True)),
-                                      value_norm=True), "why": "test"},
-        "tiny_grid": {"agent": tiny, "grid": {"lr": [1e-3, 3e-4]}, "why": "test grid"}})
+    tiny = TrainerConfig(PPOAlgorithm(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2, value_norm=True),
+                         NetworkConfig(mlp=MLPNet(width=16, depth=1, layer_norm=True)),
+                         ExecutionConfig(resets_per_step=1))
+    monkeypatch.setattr(ase, "RECIPES", {"tiny": {"agent": tiny, "why": "test"},
+                                         "tiny_grid": {"agent": tiny, "grid": {"lr": [1e-3, 3e-4]},
+                                                       "why": "test grid"}})
     monkeypatch.setattr(ase, "WINDOWS", {"first": (0, 64), "last": (64, 128)})
     monkeypatch.setattr(ase, "CURVE_BIN", 32)
     return ase
 
 
-def test_agent_benchmark_writes_windows_table_and_plot(tiny_agent_benchmark, tmp_path):
+def _agent_benchmark(ase, tmp_path, recipes: str, seeds: int) -> int:
+    return ase.main(["--recipes", recipes, "--seeds", str(seeds), "--steps", "128", "--updates-per-chunk", "1",
+                     "--out-dir", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")])
+
+
+def test_agent_benchmark_writes_windows_table_and_plot(tiny_agent_benchmark, tmp_path, capsys):
     ase = tiny_agent_benchmark
-    assert ase.main(["--recipes", "tiny,tiny_grid", "--seeds", "2", "--steps", "128", "--updates-per-chunk", "1",
-                     "--out-dir", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]) == 0
+    assert _agent_benchmark(ase, tmp_path, "tiny_grid", 2) == 0
+    assert _agent_benchmark(ase, tmp_path, "tiny", 4) == 0  # its row joins the saved one
     data = json.loads((tmp_path / "out" / "agent_sample_efficiency_cpu.json").read_text())
     assert [s["recipe"] for s in data["summaries"]] == ["tiny", "tiny_grid [lr 0.001]", "tiny_grid [lr 0.0003]"]
     tiny = data["summaries"][0]
-    assert set(tiny["windows"]) == {"first", "last"} and len(tiny["windows"]["last"]["score_per_seed"]) == 2
+    assert set(tiny["windows"]) == {"first", "last"} and len(tiny["windows"]["last"]["score_per_seed"]) == 4
     row = data["rows"][0]
-    assert row["ppo"]["ppo"]["value_norm"] is True and row["ppo"]["num_seeds"] == 2  # written out in full
+    assert row["ppo"]["ppo"]["value_norm"] is True and row["ppo"]["num_seeds"] == 4  # written out in full
     # the windows pool exactly the episodes of their chunks (32 steps per chunk and agent)
     eps = np.sum([c["episodes"] for c in row["chunks"][2:4]], axis=0)
     assert tiny["windows"]["last"]["episodes_per_seed"] == eps.tolist()
     assert data["rows"][1]["agent_seeds"] == [0, 1, 0, 1] and data["rows"][1]["hparams"]["lr"] == [1e-3, 1e-3,
                                                                                                   3e-4, 3e-4]
+    assert [s["seeds"] for s in data["summaries"][1:]] == [2, 2]
     assert (tmp_path / "out" / "agent_sample_efficiency_cpu.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| tiny | 2 |" in (tmp_path / "out" / "agent_sample_efficiency_cpu.md").read_text()
-    # a finished recipe is not trained again
-    assert ase.main(["--recipes", "tiny", "--seeds", "2", "--steps", "128", "--updates-per-chunk", "1",
-                     "--out-dir", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]) == 0
+    assert "| tiny | 4 |" in (tmp_path / "out" / "agent_sample_efficiency_cpu.md").read_text()
+    # finished recipes are not trained again; a list naming an unknown recipe trains none
+    capsys.readouterr()
+    for recipe, seeds in (("tiny", 4), ("tiny_grid", 2)):
+        assert _agent_benchmark(ase, tmp_path, recipe, seeds) == 0
+        assert f"{recipe} ({seeds} seeds): done already" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        _agent_benchmark(ase, tmp_path, "tiny,nope", 4)
+    assert "--recipes: nope; choose from tiny, tiny_grid" in capsys.readouterr().err
 
 
 def test_agent_benchmark_resumes_exactly(tiny_agent_benchmark, tmp_path):
     ase = tiny_agent_benchmark
-    straight = ase.train_recipe("tiny", 2, 128, tmp_path / "a", 1, checkpoint_minutes=0, log=lambda m: None)
-    ase.train_recipe("tiny", 2, 64, tmp_path / "b", 1, checkpoint_minutes=0, log=lambda m: None)  # "killed" at 64
-    resumed = ase.train_recipe("tiny", 2, 128, tmp_path / "b", 1, checkpoint_minutes=0, log=lambda m: None)
+    straight = ase.train_recipe("tiny", 4, 128, tmp_path / "a", 1, checkpoint_minutes=0, log=lambda m: None)
+    ase.train_recipe("tiny", 4, 64, tmp_path / "b", 1, checkpoint_minutes=0, log=lambda m: None)  # "killed" at 64
+    resumed = ase.train_recipe("tiny", 4, 128, tmp_path / "b", 1, checkpoint_minutes=0, log=lambda m: None)
     assert len(resumed["timing"]["sessions"]) == 2
     assert resumed["chunks"] == straight["chunks"]
 
