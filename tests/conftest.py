@@ -105,17 +105,16 @@ def pytest_runtest_setup(item):
 
 
 # Seconds per test file in a full run, for the order only (the slowest files start first and pytest-xdist's own
-# reordering by test count is off, so the two workers end together). Estimated on 2026-11-28 from the whole run of
-# 2026-11-27 (605 tests in 23 min 19 s, two workers on 2 idle cores) and what this round took out of each file (the
-# toy game and probes for machinery tests, smoke.yaml at the golden shapes); the measured figures of the next whole
-# run are in benchmarks/results/test_suite_cpu.json (`benchmarks/test_suite.py --file-seconds LABEL` prints them).
-# Files not named take under 10 s.
+# reordering by test count is off, so the two workers end together). Estimated on 2026-11-28 from the measured run
+# of round 2 (606 tests in 18 min 51 s, `after_round_2` in benchmarks/results/test_suite_cpu.json) and what round 3
+# took out of each file (measured file by file); the figures of the next whole run are in that file
+# (`benchmarks/test_suite.py --file-seconds LABEL` prints them). Files not named take under 10 s.
 FILE_SECONDS = {
-    "test_loop": 300, "test_benchmarks": 288, "test_ued": 268, "test_fused": 230, "test_multiprocess": 170,
-    "test_crafter_pixels": 150, "test_llm_local": 149, "test_ppo": 123, "test_ladder": 92, "test_agent": 79,
-    "test_trainer_crafter": 77, "test_study": 46, "test_crafter_loops": 36, "test_compile": 35,
-    "test_trainer_checkpoint": 31, "test_crafter_env": 29, "test_gpu_session": 26, "test_games": 25, "test_vector": 24,
-    "test_golden": 18, "test_precision": 18, "test_sharding": 15, "test_fuzz_inputs": 13,
+    "test_loop": 250, "test_benchmarks": 200, "test_fused": 185, "test_ued": 165, "test_crafter_pixels": 155,
+    "test_multiprocess": 148, "test_llm_local": 148, "test_ppo": 95, "test_trainer_crafter": 77, "test_study": 46,
+    "test_crafter_loops": 36, "test_ladder": 35, "test_agent": 35, "test_gpu_session": 30, "test_crafter_env": 30,
+    "test_golden": 29, "test_compile": 26, "test_trainer_checkpoint": 25, "test_vector": 20, "test_precision": 18,
+    "test_fuzz_inputs": 14, "test_sharding": 13, "test_games": 12,
 }
 
 
