@@ -13,7 +13,7 @@ import pytest
 
 from envgen_jax.trainer import probes
 from envgen_jax.trainer.checkpoint import (Checkpoints, load_metadata, newest_checkpoint, restore_checkpoint,
-                                           save_checkpoint)
+                                           save_checkpoint, saved_steps)
 from envgen_jax.trainer.metrics import to_host
 from envgen_jax.trainer.config import PPOAlgorithm, TrainerConfig
 from envgen_jax.trainer.factory import make_trainer
@@ -88,6 +88,10 @@ def test_rotation_keeps_the_newest_and_restores_the_newest(bandit, tmp_path):
                         newest)
     assert load_metadata(newest_checkpoint(folder)) == {"loop": {"step": 5}}
 
+    # A rotation that a kill interrupted leaves part of the old checkpoint (here its state alone): not a checkpoint.
+    shutil.copytree(folder / "4" / "state", folder / "3" / "state")
+    assert saved_steps(folder) == [4, 5] and newest_checkpoint(folder) == folder / "5"
+    shutil.rmtree(folder / "3")
     # A save that a kill interrupted leaves only orbax's temporary directory: it never counts, and the next
     # manager clears it away.
     (folder / "6.orbax-checkpoint-tmp-1700000000").mkdir()

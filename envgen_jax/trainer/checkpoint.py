@@ -71,8 +71,12 @@ class Checkpoints:
 
 def saved_steps(directory: str | os.PathLike) -> list[int]:
     """The steps of the complete checkpoints `Checkpoints(directory)` saved, read from the folder alone: no orbax
-    manager, whose making is a collective over several processes, so one process may ask (`run.distributed`)."""
-    return sorted(ocp.path.step.checkpoint_steps(Path(directory).absolute()))
+    manager, whose making is a collective over several processes, so one process may ask (`run.distributed`). A step
+    folder without both items is left out: the rest of an old checkpoint whose deletion (the rotation) a kill cut
+    short (a save cut short leaves only orbax's temporary folder, never a step)."""
+    directory = Path(directory).absolute()
+    return sorted(s for s in ocp.path.step.checkpoint_steps(directory)
+                  if all((directory / str(s) / item).exists() for item in (STATE, METADATA)))
 
 
 def newest_checkpoint(directory: str | os.PathLike) -> Path | None:
