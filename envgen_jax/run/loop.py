@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 from envgen_jax.run.distributed import spread
 from envgen_jax.run.failures import MemberFailures
@@ -167,11 +166,9 @@ class EnvGenRun:
     def _eval_layout(self):
         """(bank, rows) of an evaluation: each member's original-game row (member i's is row i), its agents' slots on
         it."""
-        layouts = [m.eval_layout() for m in self.members]
-        if len(layouts) == 1:
-            return layouts[0]
-        rows = [np.broadcast_to(rows + i, (self.cfg.num_agents, len(rows))) for i, (_, rows) in enumerate(layouts)]
-        return concatenated([bank for bank, _ in layouts]), np.concatenate(rows).astype(np.int32)
+        bank, rows, _ = side_by_side(self.cfg, [(m, m.eval_layout(), False) for m in self.members],
+                                     offsets=list(range(len(self.members))))
+        return bank, rows
 
     def _host_work(self, ts) -> None:
         """Every member's design and evaluation phases up to its next training phase, in rounds (each member one

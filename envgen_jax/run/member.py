@@ -255,15 +255,17 @@ def lay_out(members: list[Member]) -> None:
             offset += m.cfg.bank_rows
 
 
-def side_by_side(cfg, given: list[tuple[Member, tuple, Any]]):
+def side_by_side(cfg, given: list[tuple[Member, tuple, Any]], offsets: list[int] | None = None):
     """(bank, rows, reset) of the agent axis from each member's (bank, rows) and reset flag: one member's as they
-    are; several members' banks concatenated, each member's rows [S, N] offset into its block, a flag per agent."""
+    are; several members' banks concatenated, each member's rows [S, N] offset into its block (`offsets`, default
+    each member's block of the training bank, `bank_offset`), a flag per agent."""
     if len(given) == 1:
         return given[0][1] + (given[0][2],)
     seeds = cfg.num_agents
+    offsets = offsets or [m.bank_offset for m, _, _ in given]
     bank = concatenated([bank for _, (bank, _), _ in given])
-    rows = np.concatenate([np.broadcast_to(np.asarray(r), (seeds, np.shape(r)[-1])) + m.bank_offset
-                           for m, (_, r), _ in given]).astype(np.int32)
+    rows = np.concatenate([np.broadcast_to(np.asarray(r), (seeds, np.shape(r)[-1])) + offset
+                           for (_, (_, r), _), offset in zip(given, offsets)]).astype(np.int32)
     return bank, rows, np.repeat([bool(flag) for _, _, flag in given], seeds)
 
 
