@@ -35,21 +35,22 @@ def _records(path):
 
 
 @pytest.mark.llm
-def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
+def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(toy, tmp_path):
     _need("smollm2-135m")
-    # advice "none", distinct off and one environment a request: what is tested is serving, structured output and
-    # the cache, not SmolLM2's designs (two environments a request ran to its token limit and went back for repair:
-    # 3x slower; its feedback reply repeats the first design, and asking again for it took two more turns, 20 s).
+    # The toy game's designs (two settings, two achievements: a prompt and a reply several times shorter than
+    # Crafter's), advice "none", distinct off and one environment a request: what is tested is serving, structured
+    # output and the cache, not SmolLM2's designs (Crafter's real designs: test_loop's smoke run with this model and
+    # the default model's test below).
     settings = LLMSettings.of(backend="local", model="smollm2-135m", max_tokens=700, advice="none", distinct=False)
     start = time.monotonic()
-    with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
+    with Designer(toy.designer_spec(), settings, tmp_path / "t.jsonl") as designer:
         configs, purposes = designer.generate(1)
         server = designer.server
         pid = server.process.pid
         assert server.base_url.startswith("http://127.0.0.1:")
         designer.feedback({a: 50.0 for a in designer.spec.achievements}, 1)  # continues the conversation
     elapsed = time.monotonic() - start
-    assert len(configs) == 1 and all(isinstance(c, CrafterConfig) for c in configs)
+    assert len(configs) == 1 and all(isinstance(c, toy.config_cls) for c in configs)
     assert all(isinstance(p, str) and p for p in purposes)
     assert designer.server is None and server.process is None
     with pytest.raises(ProcessLookupError):
@@ -64,13 +65,13 @@ def test_small_model_serves_valid_configs_and_reuses_its_prompt_cache(tmp_path):
 
 
 @pytest.mark.llm
-def test_prompt_cache_can_be_switched_off(tmp_path):
+def test_prompt_cache_can_be_switched_off(toy, tmp_path):
     _need("smollm2-135m")
-    # 40 tokens cut the reply short of a design, so the designer asks once more (a repair turn) with the whole first
-    # exchange as its prompt's prefix: two exchanges in 15 s, where a design and a feedback reply took 33 s.
-    settings = LLMSettings.of(backend="local", model="smollm2-135m", max_tokens=40, prompt_cache=False, max_repairs=1,
+    # 20 tokens cut the reply short of a design, so the designer asks once more (a repair turn) with the whole first
+    # exchange as its prompt's prefix (the toy game's short prompt, as above).
+    settings = LLMSettings.of(backend="local", model="smollm2-135m", max_tokens=20, prompt_cache=False, max_repairs=1,
                               advice="none", distinct=False)
-    with Designer(CRAFTER, settings, tmp_path / "t.jsonl") as designer:
+    with Designer(toy.designer_spec(), settings, tmp_path / "t.jsonl") as designer:
         try:
             designer.generate(1)
         except DesignError:  # the expected end of a cut-short design; the cache flag is what is tested
