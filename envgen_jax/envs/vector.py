@@ -127,9 +127,13 @@ class VecEnv:
         else:
             key_now, key_spare = jax.random.split(key)
             row = spare_row = rows
-        reset = jax.vmap(self.env.reset)
-        obs, state = reset(jax.random.split(key_now, n), bank.get(row))
-        spare_obs, spare = reset(jax.random.split(key_spare, n), bank.get(spare_row))
+        # The worlds, then their spares: two turns of one loop, so world generation is compiled once, not twice
+        # (one vmap over 2n slots would compile it once too, but XLA's CPU kernels then round some spares' floats
+        # otherwise than at n: other worlds).
+        keys = jnp.stack([jax.random.split(key_now, n), jax.random.split(key_spare, n)])
+        params = jax.tree.map(lambda *p: jnp.stack(p), bank.get(row), bank.get(spare_row))
+        both_obs, both = jax.lax.map(lambda kp: jax.vmap(self.env.reset)(*kp), (keys, params))
+        (obs, state), (spare_obs, spare) = (jax.tree.map(lambda x: x[i], (both_obs, both)) for i in (0, 1))  # noqa: B023
         fields = dict(env=state, spare=spare, spare_obs=spare_obs, spare_fresh=jnp.ones(n, bool),
                       episode_return=jnp.zeros(n, jnp.float32), episode_length=jnp.zeros(n, jnp.int32),
                       refresh_cursor=jnp.zeros((), jnp.int32))
