@@ -162,17 +162,28 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: -FILE_SECONDS.get(item.path.stem, 0))
 
 
+def _register_toy(packages, monkeypatch):
+    from envgen_jax import games
+    from tests.toy import write_toy_package
+    write_toy_package(packages)
+    monkeypatch.syspath_prepend(str(packages))
+    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line
+    return games.get("toy")
+
+
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
     """The toy game (tests/toy.py): its package written to a folder on the path and its one registry line,
     for this test only. Tests of machinery that does not depend on the game use it: its programs compile in seconds,
     where Crafter's take a minute."""
-    from envgen_jax import games
-    from tests.toy import write_toy_package
-    write_toy_package(tmp_path / "packages")
-    monkeypatch.syspath_prepend(str(tmp_path / "packages"))
-    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line
-    return games.get("toy")
+    return _register_toy(tmp_path / "packages", monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def toy_module(tmp_path_factory):
+    """The toy game as `toy` gives it, for a module's fixtures (one compiled program shared by its tests)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _register_toy(tmp_path_factory.mktemp("toy") / "packages", monkeypatch)
 
 
 @pytest.fixture(scope="session")

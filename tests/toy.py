@@ -55,6 +55,7 @@ class ToyState:
     coins: jax.Array         # bool[LENGTH]
     time: jax.Array
     achievements: jax.Array  # bool[2], this episode's
+    world: jax.Array         # i32 drawn at reset, as a generated map is: two resets make two worlds that differ
 
 
 class ToyEnv:
@@ -72,9 +73,11 @@ class ToyEnv:
         return jnp.concatenate([here, state.coins.astype(jnp.float32), params.lava.astype(jnp.float32)[None]])
 
     def reset(self, key, params):
-        order = jax.random.permutation(key, LENGTH - 1) + 1  # coins anywhere but the start
+        coins_key, world_key = jax.random.split(key)
+        order = jax.random.permutation(coins_key, LENGTH - 1) + 1  # coins anywhere but the start
         coins = jnp.zeros(LENGTH, bool).at[order].set(jnp.arange(LENGTH - 1) < params.coins)
-        state = ToyState(jnp.int32(0), coins, jnp.int32(0), jnp.zeros(2, bool))
+        world = jax.random.randint(world_key, (), 0, jnp.iinfo(jnp.int32).max)
+        state = ToyState(jnp.int32(0), coins, jnp.int32(0), jnp.zeros(2, bool), world)
         return self.observe(state, params), state
 
     def step(self, key, state, action, params):
@@ -85,7 +88,7 @@ class ToyEnv:
         time = state.time + 1
         timeout = time >= params.max_steps
         reward = (unlocked & ~state.achievements).sum().astype(jnp.float32)
-        state = ToyState(pos, state.coins.at[pos].set(False), time, unlocked)
+        state = state.replace(pos=pos, coins=state.coins.at[pos].set(False), time=time, achievements=unlocked)
         info = {"truncated": timeout & ~crossed & ~burnt, "achievements": unlocked}
         return self.observe(state, params), state, reward, crossed | burnt | timeout, info
 
