@@ -1,7 +1,7 @@
 """VecEnv: every auto-reset world comes from the resetting slot's own config row.
 
 The vector env's machinery is the game's business nowhere: the fixed layout runs on the toy game (tests/toy.py),
-whose rollout compiles in seconds where Crafter's takes twenty; the sampled layout on a probe env."""
+whose rollout compiles in a second or two where Crafter's took 17-30 s; the sampled layout on a probe env."""
 
 import jax
 import jax.numpy as jnp

@@ -1,6 +1,6 @@
 """The toy game of the tests (tests/test_games.py walks through it as docs/adding-a-game.md does): a whole game as a
 package outside envgen_jax, written to a folder by `write_toy_package`, and `CHILD`, the CLI in a child process with
-it registered. Tests of machinery that does not depend on the game run on it (conftest's `toy` fixture): its
+it registered. Tests of machinery that does not depend on the game run on it (conftest's `toy` and `toy_module`): its
 programs compile in seconds, where Crafter's take a minute."""
 
 from pathlib import Path
