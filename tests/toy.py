@@ -58,6 +58,7 @@ class ToyState:
     world: jax.Array         # i32 drawn at reset, as a generated map is: two resets make two worlds that differ
 
 
+@dataclasses.dataclass(frozen=True)  # a value: equal envs share one trainer and its programs in a process
 class ToyEnv:
     achievement_names = ("collect_coin", "cross_room")
     num_actions = 3  # left, right, jump
