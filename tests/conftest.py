@@ -107,13 +107,14 @@ def pytest_runtest_setup(item):
 # Seconds per test file in a full run, for the order only (the slowest files start first and pytest-xdist's own
 # reordering by test count is off, so the two workers end together). Estimated on 2026-11-28 from the measured run
 # of round 2 (606 tests in 18 min 51 s, `after_round_2` in benchmarks/results/test_suite_cpu.json) and what round 3
-# took out of each file (measured file by file); the figures of the next whole run are in that file
+# took out of each file (measured file by file; test_fused and test_vector: round 3's run less what moving their
+# Crafter programs to the toy game saved); the figures of the next whole run are in that file
 # (`benchmarks/test_suite.py --file-seconds LABEL` prints them). Files not named take under 10 s.
 FILE_SECONDS = {
-    "test_loop": 250, "test_benchmarks": 200, "test_fused": 185, "test_ued": 165, "test_crafter_pixels": 155,
+    "test_loop": 250, "test_benchmarks": 200, "test_fused": 110, "test_ued": 165, "test_crafter_pixels": 155,
     "test_multiprocess": 148, "test_llm_local": 148, "test_ppo": 95, "test_trainer_crafter": 77, "test_study": 46,
     "test_crafter_loops": 36, "test_ladder": 35, "test_agent": 35, "test_gpu_session": 30, "test_crafter_env": 30,
-    "test_golden": 29, "test_compile": 26, "test_trainer_checkpoint": 25, "test_vector": 20, "test_precision": 18,
+    "test_golden": 29, "test_compile": 26, "test_trainer_checkpoint": 25, "test_precision": 18,
     "test_fuzz_inputs": 14, "test_sharding": 13, "test_games": 12,
 }
 
@@ -162,17 +163,28 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: -FILE_SECONDS.get(item.path.stem, 0))
 
 
+def _register_toy(packages, monkeypatch):
+    from envgen_jax import games
+    from tests.toy import write_toy_package
+    write_toy_package(packages)
+    monkeypatch.syspath_prepend(str(packages))
+    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line
+    return games.get("toy")
+
+
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
     """The toy game (tests/toy.py): its package written to a folder on the path and its one registry line,
     for this test only. Tests of machinery that does not depend on the game use it: its programs compile in seconds,
     where Crafter's take a minute."""
-    from envgen_jax import games
-    from tests.toy import write_toy_package
-    write_toy_package(tmp_path / "packages")
-    monkeypatch.syspath_prepend(str(tmp_path / "packages"))
-    monkeypatch.setitem(games.GAMES, "toy", "toy_game.game")  # the one line
-    return games.get("toy")
+    return _register_toy(tmp_path / "packages", monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def toy_module(tmp_path_factory):
+    """The toy game as `toy` gives it, for a module's fixtures (one compiled program shared by its tests)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _register_toy(tmp_path_factory.mktemp("toy") / "packages", monkeypatch)
 
 
 @pytest.fixture(scope="session")

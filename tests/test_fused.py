@@ -1,8 +1,10 @@
 """A fused study (issue 61): methods x seeds on one agent axis, one compiled chunk. Agent (method m, seed s) of a
 fused run equals the run of m alone with seed s: the same metrics, evaluations, designs and final parameters, bit
 for bit on CPU; a kill and the same command again gives the uninterrupted result; a method that fails loses no other
-method's results."""
+method's results. On the toy game (tests/toy.py): the fused machinery is the game's business nowhere, and the toy's
+programs compile in seconds where Crafter's fused chunk and evaluation took over a minute."""
 
+import functools
 import json
 from pathlib import Path
 
@@ -19,19 +21,19 @@ from tests import golden
 
 ROOT = Path(__file__).resolve().parent.parent
 METHODS = ("ppo", "envgen", "random", "scripted")
-# The golden runs' tiny shapes (2 seeds, 2 cycles): the runs alone share their programs with tests/test_loop.py.
+# The golden runs' tiny shapes (2 seeds, 2 cycles).
 SETTINGS = golden.TINY + golden.LLM
 TIMES = ("seconds", "steps_per_second", "wall_seconds", "compile", "phases", "llm_seconds", "sessions")
 
 
 def _settings():
-    return resolve(ROOT / "configs" / "smoke.yaml", METHODS, overrides=SETTINGS)
+    return resolve(ROOT / "configs" / "smoke.yaml", METHODS, overrides=[*SETTINGS, "env=toy"])
 
 
-def _client():
-    """An LLM whose designs depend only on the conversation (golden.responder), so that a study killed and resumed
-    through the CLI (the stand-in server answers alike) can be compared with the fused run made here."""
-    return golden.client()
+def _respond(game):
+    """An LLM whose designs (of `game`) depend only on the conversation (golden.responder), so that a study killed
+    and resumed through the CLI (the stand-in server answers alike) can be compared with the fused run made here."""
+    return functools.partial(golden.responder, config_cls=game.config_cls)
 
 
 def _without_times(x):
@@ -54,14 +56,15 @@ def _final_params(run: EnvGenRun, run_dir: Path):
 
 
 @pytest.fixture(scope="module")
-def fused_and_alone(tmp_path_factory):
+def fused_and_alone(toy_module, tmp_path_factory):
     root = tmp_path_factory.mktemp("fused")
     settings = _settings()
-    fused = EnvGenRun.fused([(settings.run_config(m), root / "fused" / m) for m in METHODS], llm_client=_client())
+    client = lambda: ScriptedClient(default=_respond(toy_module))  # noqa: E731
+    fused = EnvGenRun.fused([(settings.run_config(m), root / "fused" / m) for m in METHODS], llm_client=client())
     reports = fused.run()
     alone = {}
     for m in METHODS:
-        run = EnvGenRun(settings.run_config(m), root / "alone" / m, llm_client=_client())
+        run = EnvGenRun(settings.run_config(m), root / "alone" / m, llm_client=client())
         run.run()
         alone[m] = run
     return root, settings, fused, reports, alone
@@ -81,10 +84,11 @@ def _losses(metrics: list[dict]) -> np.ndarray:
 
 # With the seeds vmapped (execution.seed_axis: vmap, the default), XLA's CPU kernels for the batched matrix products
 # and reductions of the PPO update group their float32 sums differently at 8 agents than at 2, so the parameters and
-# losses differ in the last bits: measured, at most 3.7e-7 in a parameter and 1.2e-6 in a loss after the golden
-# shapes' 12 updates. Everything the agents did (episodes, returns, unlocks, every evaluation, the score, the
-# designs) is identical, since no sampled action flipped. Bounds with room: a real difference (another key, another
-# row) changes these by orders of magnitude more, and the discrete outputs with them.
+# losses differ in the last bits: measured after the golden shapes' 12 updates, at most 6e-8 in a parameter and in a
+# loss on the toy game (on Crafter, where this test ran before: 3.7e-7 and 1.2e-6). Everything the agents did
+# (episodes, returns, unlocks, every evaluation, the score, the designs) is identical, since no sampled action flipped.
+# Bounds with room: a real difference (another key, another row) changes these by orders of magnitude more, and the
+# discrete outputs with them.
 PARAMETER_BOUND, LOSS_BOUND = 1e-5, 1e-4
 
 
@@ -112,14 +116,14 @@ def test_fused_agents_equal_the_runs_alone(fused_and_alone):
     assert _outputs(root / "fused" / "ppo")["metrics"] != _outputs(root / "fused" / "random")["metrics"]
 
 
-def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, tmp_path, capsys):
+def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, toy_module, tmp_path, capsys):
     """envgen's second design step raises: the other methods finish exactly as in the fused run without the failure,
     the study names envgen, and the same command then retries envgen alone from its checkpoint."""
     from envgen_jax.study import run_study
 
     root, settings, *_ = fused_and_alone
     out = tmp_path / "study"
-    failing = ScriptedClient([golden.responder, RuntimeError("the LLM server is down")])
+    failing = ScriptedClient([_respond(toy_module), RuntimeError("the LLM server is down")])
     assert run_study(settings, out, llm_client=failing, schedule="fused") == 2
     err = capsys.readouterr().err
     assert "error: envgen failed" in err, err
@@ -130,7 +134,7 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, tmp_path, 
         assert _outputs(out / m) == _outputs(root / "fused" / m), m
     # The same command again: envgen alone, resumed from its last checkpoint, ends as in the fused run (its losses
     # as test_fused_agents_equal_the_runs_alone bounds them: envgen now trains at 2 agents, not 8).
-    assert run_study(settings, out, llm_client=golden.client(), schedule="fused") == 0
+    assert run_study(settings, out, llm_client=ScriptedClient(default=_respond(toy_module)), schedule="fused") == 0
     a, b = _outputs(out / "envgen"), _outputs(root / "fused" / "envgen")
     assert a["report"] == b["report"] and a["designs"] == b["designs"]
     assert np.max(np.abs(_losses(a["metrics"]) - _losses(b["metrics"]))) <= LOSS_BOUND
@@ -141,9 +145,7 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(to
     """`envgen-jax study --schedule fused` killed mid-run, then the same command: every method's outputs are those of
     the uninterrupted fused run (made here with the same settings and designs). On the toy game (its package given
     to the CLI's process as tests/test_multiprocess.py does), whose programs compile in seconds; a checkpoint after
-    every chunk keeps each chunk long enough to be killed in the middle of the run. Crafter's fused run is
-    test_fused_agents_equal_the_runs_alone's."""
-    import functools
+    every chunk keeps each chunk long enough to be killed in the middle of the run."""
     import os
     import signal
     import subprocess
@@ -153,7 +155,7 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(to
     from envgen_jax.llm.testing import FakeOpenAIServer, completion_body
     from tests.toy import CHILD
 
-    respond = functools.partial(golden.responder, config_cls=toy.config_cls)  # the stand-in server's designs
+    respond = _respond(toy)  # the stand-in server's designs
     sets = [*SETTINGS, "env=toy", "output.checkpoint_minutes=0"]
     settings = resolve(ROOT / "configs" / "smoke.yaml", METHODS, overrides=sets)
     whole = tmp_path / "whole"
@@ -187,9 +189,8 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(to
 @pytest.mark.slow
 def test_with_the_seeds_mapped_fused_equals_alone_bit_for_bit(toy, tmp_path):
     """execution.seed_axis: map runs each agent's update on its own (lax.map), the same program body at any agent
-    count: there the fused agents equal the runs alone exactly, parameters and losses included. On the toy game (the
-    fused machinery is the game's business nowhere; Crafter's fused run is test_fused_agents_equal_the_runs_alone's):
-    its four programs (fused and alone, chunk and evaluation) compile in seconds."""
+    count: there the fused agents equal the runs alone exactly, parameters and losses included. Its four programs
+    (fused and alone, chunk and evaluation) compile in seconds on the toy game."""
     from envgen_jax.llm.testing import auto_reply
     settings = resolve(ROOT / "configs" / "smoke.yaml", METHODS,
                        overrides=[*SETTINGS, "env=toy", "execution.seed_axis=map"])

@@ -1,11 +1,13 @@
-"""VecEnv: every auto-reset world comes from the resetting slot's own config row."""
+"""VecEnv: every auto-reset world comes from the resetting slot's own config row.
+
+The vector env's machinery is the game's business nowhere: the fixed layout runs on the toy game (tests/toy.py),
+whose rollout compiles in a second or two where Crafter's took 17-30 s; the sampled layout on a probe env."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from envgen_jax.envs.crafter import CrafterConfig, make_params
 from envgen_jax.envs.vector import VecEnv, VecState
 
 N, ROWS, T = 8, 4, 90
@@ -13,11 +15,14 @@ LENGTHS = [4, 5, 6, 7]
 
 
 @pytest.fixture(scope="module")
-def run(crafter_env):
-    # Row r starts with r saplings (a marker readable at every reset) and ends episodes after LENGTHS[r] steps.
-    bank = make_params([CrafterConfig(sapling=r, episode_length=LENGTHS[r], peaceful=True) for r in range(ROWS)])
+def run(toy_module):
+    # Row r's rooms hold r coins (a marker readable at every reset), have lava in odd rows (an agent that steps on it
+    # dies: episodes that end before the time limit), and time out after LENGTHS[r] steps (its params' max_steps).
+    env = toy_module.make_env()
+    bank = env.make_params([toy_module.config_cls(coins=r, lava=r % 2 == 1) for r in range(ROWS)])
+    bank = bank.replace(params=bank.params.replace(max_steps=jax.device_put(np.asarray(LENGTHS, np.int32))))
     rows = jnp.arange(N) % ROWS
-    venv = VecEnv(crafter_env, N, resets_per_step=1)
+    venv = VecEnv(env, N, resets_per_step=1)
 
     @jax.jit
     def rollout(key):
@@ -26,9 +31,9 @@ def run(crafter_env):
 
         def body(vstate, key):
             act_key, step_key = jax.random.split(key)
-            actions = jax.random.randint(act_key, (N,), 0, 6)  # moves and noop/do: never places saplings
+            actions = jax.random.randint(act_key, (N,), 0, env.num_actions)  # left, right, jump
             obs, vstate, info = venv.step(step_key, vstate, actions, bank, rows)
-            return vstate, (info, vstate.env.inventory.sapling, vstate.env.timestep, vstate.env.map, obs)
+            return vstate, (info, vstate.env, obs)
 
         return jax.lax.scan(body, vstate, jax.random.split(run_key, T))[1]
 
@@ -36,14 +41,14 @@ def run(crafter_env):
 
 
 def test_resets_come_from_own_row(run):
-    rows, (info, sapling, timestep, maps, obs) = run
+    rows, (info, state, obs) = run
     rows = np.asarray(rows)
     done = np.asarray(info.done)
     assert done.sum() >= 4 * N
     t_idx, slot = np.nonzero(done)
-    assert (timestep[t_idx, slot] == 0).all()
-    # Saplings can be collected mid-episode, but a fresh episode starts with exactly its row's marker.
-    assert (sapling[t_idx, slot] == rows[slot]).all()
+    assert (state.time[t_idx, slot] == 0).all()
+    # Coins can be collected mid-episode, but a fresh episode starts with exactly its row's marker.
+    assert (state.coins.sum(-1)[t_idx, slot] == rows[slot]).all()
     assert (info.row == rows[None]).all()
 
 
@@ -53,21 +58,23 @@ def test_episode_accounting(run):
     lengths = info.episode_length[t_idx, slot]
     expected = np.asarray(LENGTHS)[np.asarray(rows)[slot]]
     truncated = info.truncated[t_idx, slot]
+    assert truncated.any() and (~truncated).any()  # time-limit cuts, and episodes ended by the lava or the exit
     assert (lengths[truncated] == expected[truncated]).all()
     assert (lengths <= expected).all()
 
 
 def test_spares_refresh_and_stale_restarts_stay_in_row(run):
-    rows, (info, sapling, timestep, maps, obs) = run
+    rows, (info, state, obs) = run
     done = np.asarray(info.done)
     stale = np.asarray(info.stale_reset)
-    # One refresh per step for 8 slots ending every 4-7 steps: some restarts must reuse the previous world.
+    # One refresh per step for 8 slots ending every 2-7 steps: some restarts must reuse the previous world.
     assert stale.any() and (done & ~stale).any()
-    # A fresh restart gets a new world; a stale one restarts the slot's previous starting world.
+    # A fresh restart gets a new world (the toy's `world`, drawn at reset, differs); a stale one restarts the slot's
+    # previous starting world (its whole state: coins, world, time, position).
     for slot in range(N):
         starts = np.nonzero(done[:, slot])[0]
         for prev, nxt in zip(starts, starts[1:]):
-            same = (maps[prev, slot] == maps[nxt, slot]).all()
+            same = all(np.array_equal(x[prev, slot], x[nxt, slot]) for x in jax.tree.leaves(state))
             assert same == bool(stale[nxt, slot]), (slot, prev, nxt)
 
 

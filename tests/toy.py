@@ -1,6 +1,6 @@
 """The toy game of the tests (tests/test_games.py walks through it as docs/adding-a-game.md does): a whole game as a
 package outside envgen_jax, written to a folder by `write_toy_package`, and `CHILD`, the CLI in a child process with
-it registered. Tests of machinery that does not depend on the game run on it (conftest's `toy` fixture): its
+it registered. Tests of machinery that does not depend on the game run on it (conftest's `toy` and `toy_module`): its
 programs compile in seconds, where Crafter's take a minute."""
 
 from pathlib import Path
@@ -55,8 +55,10 @@ class ToyState:
     coins: jax.Array         # bool[LENGTH]
     time: jax.Array
     achievements: jax.Array  # bool[2], this episode's
+    world: jax.Array         # i32 drawn at reset, as a generated map is: two resets make two worlds that differ
 
 
+@dataclasses.dataclass(frozen=True)  # a value: equal envs share one trainer and its programs in a process
 class ToyEnv:
     achievement_names = ("collect_coin", "cross_room")
     num_actions = 3  # left, right, jump
@@ -72,9 +74,11 @@ class ToyEnv:
         return jnp.concatenate([here, state.coins.astype(jnp.float32), params.lava.astype(jnp.float32)[None]])
 
     def reset(self, key, params):
-        order = jax.random.permutation(key, LENGTH - 1) + 1  # coins anywhere but the start
+        coins_key, world_key = jax.random.split(key)
+        order = jax.random.permutation(coins_key, LENGTH - 1) + 1  # coins anywhere but the start
         coins = jnp.zeros(LENGTH, bool).at[order].set(jnp.arange(LENGTH - 1) < params.coins)
-        state = ToyState(jnp.int32(0), coins, jnp.int32(0), jnp.zeros(2, bool))
+        world = jax.random.randint(world_key, (), 0, jnp.iinfo(jnp.int32).max)
+        state = ToyState(jnp.int32(0), coins, jnp.int32(0), jnp.zeros(2, bool), world)
         return self.observe(state, params), state
 
     def step(self, key, state, action, params):
@@ -85,7 +89,7 @@ class ToyEnv:
         time = state.time + 1
         timeout = time >= params.max_steps
         reward = (unlocked & ~state.achievements).sum().astype(jnp.float32)
-        state = ToyState(pos, state.coins.at[pos].set(False), time, unlocked)
+        state = state.replace(pos=pos, coins=state.coins.at[pos].set(False), time=time, achievements=unlocked)
         info = {"truncated": timeout & ~crossed & ~burnt, "achievements": unlocked}
         return self.observe(state, params), state, reward, crossed | burnt | timeout, info
 
