@@ -37,6 +37,9 @@ SFL = ["method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options
        "method_options.sfl.rollouts_per_level=1", "method_options.sfl.rollout_steps=64"]
 STUDY = ("study", "--methods", "random,ppo,sfl", "--schedule", "fused")  # groups: random and ppo fused; sfl
 ENVS = ["execution.shard=envs"]  # each agent's envs over the devices
+# Before the CLI: every process of a run writes the programs it compiled to the run's cache (JAX writes process 0's
+# alone), so that a resumed run's process 1 loads them instead of compiling them again while process 0 waits
+COMPILE_ONCE = "from tests.fast_compile import compile_once_across_processes; compile_once_across_processes()"
 
 
 
@@ -55,7 +58,7 @@ def _start(packages: Path, args: list[str], processes: int = 1, devices: int = 1
         port = _free_port()
         several = [["--coordinator", f"localhost:{port}", "--num-processes", str(processes), "--process-id", str(i)]
                    for i in range(processes)]
-    return [subprocess.Popen([sys.executable, "-c", CHILD, str(packages), *args, *flags], cwd=ROOT,
+    return [subprocess.Popen([sys.executable, "-c", COMPILE_ONCE + CHILD, str(packages), *args, *flags], cwd=ROOT,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for flags in (several or [[]])]
 
@@ -81,7 +84,12 @@ def _args(out: Path, command: tuple = ("train",), more: tuple = ()) -> list[str]
 def _train(packages: Path, out: Path, processes: int = 1, devices: int = 1, command: tuple = ("train",),
            more: tuple = ()) -> str:
     """The run's stdout (process 0's)."""
-    results = _finish(_start(packages, _args(out, command, more), processes, devices))
+    return _succeeded(_start(packages, _args(out, command, more), processes, devices))
+
+
+def _succeeded(procs: list[subprocess.Popen]) -> str:
+    """The first process's stdout, once every process ended with exit status 0."""
+    results = _finish(procs)
     for status, _, stderr in results:
         assert status == 0, stderr[-3000:]
     return results[0][1]
@@ -97,11 +105,11 @@ def toy_packages(tmp_path_factory):
 @pytest.fixture(scope="module")
 def references(toy_packages, tmp_path_factory) -> Path:
     """In one process with two devices: the study, and the plain random run with the envs layout; the plain random
-    run on one device."""
+    run on one device. Three processes at once: each compiles one program at a time, so they share 2 cores well."""
     base = tmp_path_factory.mktemp("references")
-    _train(toy_packages, base / "study", devices=2, command=STUDY, more=SFL)
-    _train(toy_packages, base / "envs", devices=2, more=ENVS)
-    _train(toy_packages, base / "one_device")
+    _succeeded([*_start(toy_packages, _args(base / "study", STUDY, SFL), devices=2),
+                *_start(toy_packages, _args(base / "envs", more=ENVS), devices=2),
+                *_start(toy_packages, _args(base / "one_device"))])
     return base
 
 
@@ -220,13 +228,13 @@ def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_pac
     args = ["--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(tmp_path / "alone")]
     port = _free_port()  # nobody listens there
     proc = subprocess.run([sys.executable, "-c", CHILD, str(toy_packages), "train", *args, "--coordinator",
-                           f"localhost:{port}", "--num-processes", "2", "--process-id", "1", "--join-timeout", "3"],
+                           f"localhost:{port}", "--num-processes", "2", "--process-id", "1", "--join-timeout", "1"],
                           cwd=ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, proc.stderr
-    assert errors[0].startswith(f"error: process 1 of 2: could not join the run at localhost:{port} within 3s (")
+    assert errors[0].startswith(f"error: process 1 of 2: could not join the run at localhost:{port} within 1s (")
     assert not (tmp_path / "alone").exists()
 
 
