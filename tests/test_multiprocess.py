@@ -84,12 +84,7 @@ def _args(out: Path, command: tuple = ("train",), more: tuple = ()) -> list[str]
 def _train(packages: Path, out: Path, processes: int = 1, devices: int = 1, command: tuple = ("train",),
            more: tuple = ()) -> str:
     """The run's stdout (process 0's)."""
-    return _succeeded(_start(packages, _args(out, command, more), processes, devices))
-
-
-def _succeeded(procs: list[subprocess.Popen]) -> str:
-    """The first process's stdout, once every process ended with exit status 0."""
-    results = _finish(procs)
+    results = _finish(_start(packages, _args(out, command, more), processes, devices))
     for status, _, stderr in results:
         assert status == 0, stderr[-3000:]
     return results[0][1]
@@ -105,11 +100,11 @@ def toy_packages(tmp_path_factory):
 @pytest.fixture(scope="module")
 def references(toy_packages, tmp_path_factory) -> Path:
     """In one process with two devices: the study, and the plain random run with the envs layout; the plain random
-    run on one device. Three processes at once: each compiles one program at a time, so they share 2 cores well."""
+    run on one device."""
     base = tmp_path_factory.mktemp("references")
-    _succeeded([*_start(toy_packages, _args(base / "study", STUDY, SFL), devices=2),
-                *_start(toy_packages, _args(base / "envs", more=ENVS), devices=2),
-                *_start(toy_packages, _args(base / "one_device"))])
+    _train(toy_packages, base / "study", devices=2, command=STUDY, more=SFL)
+    _train(toy_packages, base / "envs", devices=2, more=ENVS)
+    _train(toy_packages, base / "one_device")
     return base
 
 
