@@ -37,50 +37,9 @@ import pytest  # noqa: E402
 
 from envgen_jax.envs.crafter import CrafterEnv  # noqa: E402
 from envgen_jax.trainer import reuse  # noqa: E402
+from tests.fast_compile import compile_once_across_processes  # noqa: E402
 
-
-def _compile_once_across_processes() -> None:
-    """A program both workers need at the same time is compiled by one of them: the compile of a persistent-cache key
-    holds a lock named by that key in the run's folder, and a process that waited on it reads the entry the other
-    wrote instead of compiling it again. (JAX's own cache only looks before compiling, so two workers that start the
-    same program together both compile it.) Wraps a private function of JAX's; where it is not there as expected,
-    the suite runs as before, each worker compiling what it has not found."""
-    import fcntl
-    import inspect
-
-    from jax._src import compiler, monitoring
-
-    compile_and_write = getattr(compiler, "_compile_and_write_cache", None)
-    cache_read = getattr(compiler, "_cache_read", None)
-    if compile_and_write is None or cache_read is None:
-        return
-    expected = ["backend", "computation", "executable_devices", "compile_options", "host_callbacks", "module_name",
-                "cache_key"]
-    if list(inspect.signature(compile_and_write).parameters) != expected:
-        return
-    read_takes_callbacks = "host_callbacks" in inspect.signature(cache_read).parameters  # jax 0.11
-    locks = os.path.join(os.environ[RUN_DIR_VARIABLE], "compile_locks")
-    os.makedirs(locks, exist_ok=True)
-
-    def compile_and_write_once(backend, computation, executable_devices, compile_options, host_callbacks,
-                               module_name, cache_key):
-        with open(os.path.join(locks, cache_key.replace(os.sep, "_")), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
-            callbacks = (host_callbacks,) if read_takes_callbacks else ()
-            executable, _ = cache_read(module_name, cache_key, compile_options, backend, executable_devices,
-                                       *callbacks)
-            if executable is not None:  # written by the process this one waited for: a hit, as JAX records one
-                compiler.log_persistent_cache_hit(module_name, cache_key)
-                monitoring.record_event("/jax/compilation_cache/cache_hits")
-                return executable
-            return compile_and_write(backend, computation, executable_devices, compile_options, host_callbacks,
-                                     module_name, cache_key)
-
-    compiler._compile_and_write_cache = compile_and_write_once
-
-
-if os.environ.get("ENVGEN_TEST_COMPILE_LOCK", "1") != "0":  # 0: each worker compiles on its own (to measure this)
-    _compile_once_across_processes()
+compile_once_across_processes()  # a program both workers need at once is compiled by one of them
 
 _traced_module = [None]
 

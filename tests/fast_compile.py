@@ -1,7 +1,8 @@
-"""XLA flags for the test subprocesses that only compile tiny programs and never time them (the benchmarks' tiny
-runs, the compile tests, the sharding test): LLVM at -O0 without its expensive passes compiles them in about 0.65x
-XLA's default time (benchmarks/compile_levels.py). Flags are part of the persistent-cache key, so every such
-subprocess gets the same string."""
+"""How the suite compiles each program once: XLA flags for the test subprocesses that only compile tiny programs and
+never time them (the benchmarks' tiny runs, the compile tests, the sharding test): LLVM at -O0 without its
+expensive passes compiles them in about 0.65x XLA's default time (benchmarks/compile_levels.py); flags are part of
+the persistent-cache key, so every such subprocess gets the same string. And `compile_once_across_processes`, which
+every test process (tests/conftest.py) and the multi-process runs' children (tests/test_multiprocess.py) call."""
 
 import os
 
@@ -11,3 +12,54 @@ FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_
 def xla_flags(*extra: str) -> str:
     """The suite's XLA_FLAGS (tests/conftest.py), then `extra`, then FAST_COMPILE (the last level given wins)."""
     return " ".join([os.environ.get("XLA_FLAGS", ""), *extra, FAST_COMPILE]).strip()
+
+
+def compile_once_across_processes() -> None:
+    """A program two processes of the test run need at the same time is compiled by one of them: the compile of a
+    persistent-cache key holds a lock named by that key in the run's folder (ENVGEN_TEST_RUN_DIR, made by
+    tests/conftest.py), and a process that waited on it reads the entry the other wrote instead of compiling it
+    again. (JAX's own cache only looks before compiling, so two workers that start the same program together both
+    compile it.) And every process of a multi-process run writes what it compiled, where JAX writes process 0's
+    alone (the keys differ by process): the other processes of a resumed run then load their programs too, instead
+    of compiling them again while process 0 waits for them at the first collective. Wraps private functions of
+    JAX's; where they are not there as expected, or ENVGEN_TEST_COMPILE_LOCK=0 (to measure this), or outside a test
+    run, each process compiles what it has not found, as JAX does."""
+    import fcntl
+    import inspect
+    import time
+
+    from jax._src import compilation_cache, compiler, distributed, monitoring
+
+    run_dir = os.environ.get("ENVGEN_TEST_RUN_DIR")
+    compile_and_write = getattr(compiler, "_compile_and_write_cache", None)
+    cache_read = getattr(compiler, "_cache_read", None)
+    write = getattr(compilation_cache, "put_executable_and_time", None)
+    if None in (run_dir, compile_and_write, cache_read, write) or os.environ.get("ENVGEN_TEST_COMPILE_LOCK") == "0":
+        return
+    expected = ["backend", "computation", "executable_devices", "compile_options", "host_callbacks", "module_name",
+                "cache_key"]
+    if list(inspect.signature(compile_and_write).parameters) != expected:
+        return
+    read_takes_callbacks = "host_callbacks" in inspect.signature(cache_read).parameters  # jax 0.11
+    locks = os.path.join(run_dir, "compile_locks")
+    os.makedirs(locks, exist_ok=True)
+
+    def compile_and_write_once(backend, computation, executable_devices, compile_options, host_callbacks,
+                               module_name, cache_key):
+        with open(os.path.join(locks, cache_key.replace(os.sep, "_")), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
+            callbacks = (host_callbacks,) if read_takes_callbacks else ()
+            executable, _ = cache_read(module_name, cache_key, compile_options, backend, executable_devices,
+                                       *callbacks)
+            if executable is not None:  # written by the process this one waited for: a hit, as JAX records one
+                compiler.log_persistent_cache_hit(module_name, cache_key)
+                monitoring.record_event("/jax/compilation_cache/cache_hits")
+                return executable
+            start = time.monotonic()
+            executable = compile_and_write(backend, computation, executable_devices, compile_options, host_callbacks,
+                                           module_name, cache_key)
+            if distributed.global_state.process_id not in (None, 0) and not host_callbacks:  # JAX did not write it
+                write(cache_key, module_name, executable, backend, int(time.monotonic() - start))
+            return executable
+
+    compiler._compile_and_write_cache = compile_and_write_once

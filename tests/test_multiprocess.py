@@ -37,6 +37,9 @@ SFL = ["method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options
        "method_options.sfl.rollouts_per_level=1", "method_options.sfl.rollout_steps=64"]
 STUDY = ("study", "--methods", "random,ppo,sfl", "--schedule", "fused")  # groups: random and ppo fused; sfl
 ENVS = ["execution.shard=envs"]  # each agent's envs over the devices
+# Before the CLI: every process of a run writes the programs it compiled to the run's cache (JAX writes process 0's
+# alone), so that a resumed run's process 1 loads them instead of compiling them again while process 0 waits
+COMPILE_ONCE = "from tests.fast_compile import compile_once_across_processes; compile_once_across_processes()"
 
 
 
@@ -55,7 +58,7 @@ def _start(packages: Path, args: list[str], processes: int = 1, devices: int = 1
         port = _free_port()
         several = [["--coordinator", f"localhost:{port}", "--num-processes", str(processes), "--process-id", str(i)]
                    for i in range(processes)]
-    return [subprocess.Popen([sys.executable, "-c", CHILD, str(packages), *args, *flags], cwd=ROOT,
+    return [subprocess.Popen([sys.executable, "-c", COMPILE_ONCE + CHILD, str(packages), *args, *flags], cwd=ROOT,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for flags in (several or [[]])]
 
@@ -220,13 +223,13 @@ def test_a_process_that_cannot_reach_the_coordinator_says_so_in_one_line(toy_pac
     args = ["--config", str(ROOT / "configs" / "smoke.yaml"), "--set", *RUN, "--out", str(tmp_path / "alone")]
     port = _free_port()  # nobody listens there
     proc = subprocess.run([sys.executable, "-c", CHILD, str(toy_packages), "train", *args, "--coordinator",
-                           f"localhost:{port}", "--num-processes", "2", "--process-id", "1", "--join-timeout", "3"],
+                           f"localhost:{port}", "--num-processes", "2", "--process-id", "1", "--join-timeout", "1"],
                           cwd=ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, proc.stderr
-    assert errors[0].startswith(f"error: process 1 of 2: could not join the run at localhost:{port} within 3s (")
+    assert errors[0].startswith(f"error: process 1 of 2: could not join the run at localhost:{port} within 1s (")
     assert not (tmp_path / "alone").exists()
 
 
