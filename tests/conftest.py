@@ -64,14 +64,14 @@ def pytest_runtest_setup(item):
 
 
 # Seconds per test file in a full run, for the order only (the slowest files start first and pytest-xdist's own
-# reordering by test count is off, so the two workers end together). Estimated on 2026-11-28 from the measured run
-# of round 2 (606 tests in 18 min 51 s, `after_round_2` in benchmarks/results/test_suite_cpu.json) and what round 3
-# took out of each file (measured file by file; test_fused and test_vector: round 3's run less what moving their
-# Crafter programs to the toy game saved); the figures of the next whole run are in that file
+# reordering by test count is off, so the two workers end together). Estimated on 2026-11-28 from the measured runs
+# (`after_round_2`, `after_round_3` in benchmarks/results/test_suite_cpu.json) and what round 4 took out of each file
+# (test_fused and test_vector: what moving their Crafter programs to the toy game saved; test_llm_local,
+# test_benchmarks and test_trainer_crafter: measured alone before and after); the figures of the next whole run are in that file
 # (`benchmarks/test_suite.py --file-seconds LABEL` prints them). Files not named take under 10 s.
 FILE_SECONDS = {
-    "test_loop": 250, "test_benchmarks": 200, "test_fused": 110, "test_ued": 165, "test_crafter_pixels": 155,
-    "test_multiprocess": 148, "test_llm_local": 148, "test_ppo": 95, "test_trainer_crafter": 77, "test_study": 46,
+    "test_loop": 250, "test_benchmarks": 160, "test_fused": 110, "test_ued": 165, "test_crafter_pixels": 155,
+    "test_multiprocess": 148, "test_llm_local": 105, "test_ppo": 95, "test_trainer_crafter": 60, "test_study": 46,
     "test_crafter_loops": 36, "test_ladder": 35, "test_agent": 35, "test_gpu_session": 30, "test_crafter_env": 30,
     "test_golden": 29, "test_compile": 26, "test_trainer_checkpoint": 25, "test_precision": 18,
     "test_fuzz_inputs": 14, "test_sharding": 13, "test_games": 12,
