@@ -67,8 +67,8 @@ def pytest_runtest_setup(item):
 # reordering by test count is off, so the two workers end together). Estimated on 2026-11-28 from the measured runs
 # (`after_round_2`, `after_round_3` in benchmarks/results/test_suite_cpu.json) and what round 4 took out of each file
 # (test_fused and test_vector: what moving their Crafter programs to the toy game saved; test_llm_local,
-# test_benchmarks and test_trainer_crafter: measured alone before and after); the figures of the next whole run are in that file
-# (`benchmarks/test_suite.py --file-seconds LABEL` prints them). Files not named take under 10 s.
+# test_benchmarks and test_trainer_crafter: measured alone before and after); the figures of the next whole run are in
+# that file (`benchmarks/test_suite.py --file-seconds LABEL` prints them). Files not named take under 10 s.
 FILE_SECONDS = {
     "test_loop": 250, "test_benchmarks": 160, "test_fused": 110, "test_ued": 165, "test_crafter_pixels": 155,
     "test_multiprocess": 148, "test_llm_local": 105, "test_ppo": 95, "test_trainer_crafter": 60, "test_study": 46,

@@ -133,7 +133,7 @@ class VecEnv:
         keys = jnp.stack([jax.random.split(key_now, n), jax.random.split(key_spare, n)])
         params = jax.tree.map(lambda *p: jnp.stack(p), bank.get(row), bank.get(spare_row))
         both_obs, both = jax.lax.map(lambda kp: jax.vmap(self.env.reset)(*kp), (keys, params))
-        (obs, state), (spare_obs, spare) = (jax.tree.map(lambda x: x[i], (both_obs, both)) for i in (0, 1))  # noqa: B023
+        (obs, state), (spare_obs, spare) = (jax.tree.map(lambda x, i=i: x[i], (both_obs, both)) for i in (0, 1))
         fields = dict(env=state, spare=spare, spare_obs=spare_obs, spare_fresh=jnp.ones(n, bool),
                       episode_return=jnp.zeros(n, jnp.float32), episode_length=jnp.zeros(n, jnp.int32),
                       refresh_cursor=jnp.zeros((), jnp.int32))
