@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import shutil
 import statistics
@@ -409,6 +410,8 @@ def e2e_header(args) -> dict:
 
 
 def e2e_rows(args, log):
+    from envgen_jax.cli import GC_THRESHOLDS
+    gc.set_threshold(*GC_THRESHOLDS)  # each row is a run as the CLI makes it
     runs_root = Path(args.runs_dir) if args.runs_dir else None
     if runs_root:
         runs_root.mkdir(parents=True, exist_ok=True)

@@ -31,13 +31,16 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=1").strip()
 
-# Python's cyclic garbage collector at larger thresholds (CPython's are 700, 10, 10): tracing allocates objects by
-# the million, and a worker's heap (every traced program's jaxpr, the run folders' records) is large, so the default
-# thresholds spend a tenth of a file's time in thousands of collections (test_golden, test_study and
-# test_trainer_crafter in one process: 10.7 s of 79 s collecting, 2.4 s of 72 s at these; 11% more memory at peak).
+# Python's cyclic garbage collector at the CLI's larger thresholds (envgen_jax.cli.GC_THRESHOLDS; CPython's are
+# 700, 10, 10): tracing allocates objects by the million, and a worker's heap (every traced program's jaxpr, the run
+# folders' records) is large, so the default thresholds spend a tenth of a file's time in thousands of collections
+# (test_golden, test_study and test_trainer_crafter in one process: 10.7 s of 79 s collecting, 2.4 s of 72 s at
+# these; 11% more memory at peak).
 import gc  # noqa: E402
 
-gc.set_threshold(50_000, 20, 100)
+from envgen_jax.cli import GC_THRESHOLDS  # noqa: E402
+
+gc.set_threshold(*GC_THRESHOLDS)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

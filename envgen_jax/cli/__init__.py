@@ -61,6 +61,12 @@ def build_parser() -> Parser:
     return parser
 
 
+# Python's cyclic garbage collector at larger thresholds than CPython's (700, 10, 10): tracing a run's programs
+# allocates objects by the million, and at the defaults thousands of collections took about a tenth of a small run's
+# time (a toy study: 9.4 s -> 7.7-8.4 s; tests/conftest.py has the test suite's figures).
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns the exit status (see the module docstring)."""
     try:
@@ -68,10 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # --help (0) or a usage error (1, from Parser.error)
         return e.code
     configure_console()
-    # Python's cyclic garbage collector at larger thresholds than CPython's (700, 10, 10): tracing a run's programs
-    # allocates objects by the million, and at the defaults thousands of collections took about a tenth of a small
-    # run's time (a toy study: 9.4 s -> 7.7-8.4 s, tests/conftest.py has the suite's figures).
-    gc.set_threshold(50_000, 20, 100)
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         return args.handler(args)
     except KeyboardInterrupt as e:
