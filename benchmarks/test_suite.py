@@ -79,12 +79,24 @@ CHECKS = {
         "programs) and checks the envs part; the only test of the benchmarks' whole pipeline",
     "tests/test_benchmarks.py::test_a_killed_e2e_benchmark_keeps_its_rows":
         "run_all's e2e part killed with SIGKILL in its second row (1 seed): the first (2 seeds, the golden shape, "
-        "loaded from the cache) is whole and the second saved as unfinished with its time so far",
+        "loaded from the cache) is whole and the second saved as unfinished with its time so far (killed after its "
+        "init section since round 4, before it compiles a 1-seed chunk)",
     "tests/test_llm_local.py::test_default_offline_designer_generates_through_the_cli":
         "envgen-jax llm generate with no endpoint: the default 1.5B offline model makes one real design",
     "tests/test_llm_local.py::test_small_model_serves_valid_configs_and_reuses_its_prompt_cache":
         "SmolLM2 through llama.cpp's server: a valid design with structured output, a feedback turn that reuses "
-        "the prompt cache, the server stopped after",
+        "the prompt cache, the server stopped after (the toy game's designs since round 4: a short prompt)",
+    "tests/test_multiprocess.py::test_a_study_over_two_processes_killed_twice_resumes_to_exactly_what_one_process"
+    "_with_two_devices_trains":
+        "a fused study over two processes (JAX's multi-process runtime, gloo) killed twice, process 1 and then "
+        "process 0 (the coordinator), resumed by the same command each time, ending bit for bit as the study in one "
+        "process with two devices (on the toy game; its module's three reference runs are in its setup)",
+    "tests/test_crafter_pixels.py::test_pixels_are_craftax_pixels_as_bytes":
+        "our pixel observations against craftax's own pixel env over a reset and 12 steps (two Crafter programs): "
+        "equal up to the float-to-byte rounding, as bytes",
+    "tests/test_benchmarks.py::test_agent_benchmark_writes_windows_table_and_plot":
+        "the agent benchmark (benchmarks/agent_sample_efficiency.py) at its tiny size: two recipes as one 4-agent "
+        "program, its windows, table and plot written",
     "tests/test_compile.py::test_a_second_run_compiles_nothing":
         "two CLI runs in fresh processes with the project's own cache folder: the run compiles exactly init, "
         "chunk and evaluation, and the second run loads all three (on the toy game since this round)",
@@ -92,12 +104,13 @@ CHECKS = {
         "carries the module's conv_run: the conv agent trained on Crafter's pixels (vmapped), the only training "
         "on them; the execution modes (map, dense, dense with seed 1) train on a pixel probe since this round",
     "tests/test_trainer_crafter.py::test_ppo_learns_over_random_policy":
-        "PPO on Crafter learns: 61k steps, the trained policy beats a random one on return and score (the only "
-        "learning check on the real game)",
+        "PPO on Crafter learns: 61k steps (2 seeds x 30,720 on the golden runs' trainer since round 4, its "
+        "programs loaded), the trained policy beats a random one on return and score (the only learning check on "
+        "the real game)",
     "tests/test_fused.py::test_fused_agents_equal_the_runs_alone":
         "carries the module's fused_and_alone: ppo, envgen, random and scripted x 2 seeds as one fused run (8 "
-        "agents, one chunk program) against each method alone (the golden runs' programs): every evaluation, "
-        "design and metric equal, parameters and losses within the vmapped products' rounding",
+        "agents, one chunk program) against each method alone: every evaluation, design and metric equal, "
+        "parameters and losses within the vmapped products' rounding (on the toy game since round 4)",
     "tests/test_fused.py::test_with_the_seeds_mapped_fused_equals_alone_bit_for_bit":
         "the same study with execution.seed_axis: map (its own four programs: fused and alone, chunk and "
         "evaluation): fused equals alone bit for bit, parameters and losses included",
