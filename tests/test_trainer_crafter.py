@@ -28,11 +28,10 @@ from tests import golden
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = load_run_config(ROOT / "configs" / "smoke.yaml", golden.CASES["ppo"])
-N, STEPS = RUN.ppo.num_envs, RUN.ppo.num_steps  # env slots per seed; steps per update
-CHUNKS = 240  # of one update each: 240 x 8 x 16 = 30,720 env steps per seed, 61,440 for the 2 seeds
-
-
 PARTS = RunParts.of(RUN)
+N, STEPS = RUN.ppo.num_envs, RUN.ppo.num_steps  # env slots per seed; steps per update
+UPDATES = RUN.schedule.updates_per_chunk  # 1: the golden chunk's static length (another would be another program)
+CHUNKS = 240  # of one update each: 240 x 8 x 16 = 30,720 env steps per seed, 61,440 for the 2 seeds
 
 
 def _bank(*configs):
@@ -48,7 +47,7 @@ def crafter():
     ts = trainer.init(bank, rows, seeds=RUN.agent_seeds, episodes=False)
     chunks = []
     for i in range(CHUNKS):
-        ts, m = trainer.train_chunk(ts, bank, rows, num_updates=1, reset=i == 0)
+        ts, m = trainer.train_chunk(ts, bank, rows, num_updates=UPDATES, reset=i == 0)
         chunks.append(to_host(m).rows)
     thirds = [functools.reduce(operator.add, chunks[i:i + CHUNKS // 3]) for i in range(0, CHUNKS, CHUNKS // 3)]
     return dict(env=PARTS.env, trainer=trainer, bank=bank, rows=rows, ts=ts, thirds=thirds)
@@ -92,11 +91,11 @@ def test_bank_swap_does_not_recompile_and_reports_rows(crafter):
     chunks = 5  # 5 x 16 steps: row 1's episodes reach their 64-step limit
     stats = []
     for _ in range(chunks):
-        ts, m = trainer.train_chunk(ts, bank, rows, num_updates=1)  # same static num_updates: no retrace
+        ts, m = trainer.train_chunk(ts, bank, rows, num_updates=UPDATES)  # same static num_updates: no retrace
         stats.append(to_host(m).rows)
     assert trainer.trace_counts["train_chunk"] == traces
     m = functools.reduce(operator.add, stats)
-    assert m.env_steps[0].tolist() == [chunks * STEPS * N // 2] * 2 + [0] * (RUN.bank_rows - 2)
+    assert m.env_steps[0].tolist() == [chunks * UPDATES * STEPS * N // 2] * 2 + [0] * (RUN.bank_rows - 2)
     # row 1 episodes are cut at 64 steps: they finish, and as time-limit cuts they last at most 64 steps
     assert m.episodes[0, 1] > 0
     assert m.length_sum[0, 1] <= 64 * m.episodes[0, 1]
