@@ -11,6 +11,10 @@ Programs, each compiled for the device it runs on (`game_options.step_loops`: sc
              the issue counted (73 while loops, about 1,005 fusions on a CPU with jax 0.10.2)
     vecstep  `VecEnv.step`, what the rollout runs: the step and render, plus the auto-reset's spare world (one world
              generation and its render a step)
+    chunk    a whole training chunk of configs/crafter_ppo_paper_agent_wide.yaml (one update, 2 agents, tiny
+             convolutions: the loops do not depend on the widths), its rows fixed and drawn per episode (a
+             RowSampler, as fused studies run); lowered for CUDA only, nothing compiled: its loops and the
+             functions that hold them (the rollout, GAE, epochs and minibatches are loops by design)
 For each: `while` and `fusion` instructions in the compiled HLO (`compiled.as_text()`), and `stablehlo.while` in
 the program lowered for CUDA before XLA's passes (on a CPU each jax.random call adds a loop of its own, threefry's
 rolled rounds, that a GPU lowering does not have; the CUDA lowering needs no GPU). --time: the rollout's env
@@ -40,6 +44,7 @@ import numpy as np  # noqa: E402
 from benchmarks.common import environment, time_interleaved, write_text_atomic  # noqa: E402
 
 VARIANTS = ("scan", "unrolled")
+WIDE = Path(__file__).resolve().parent.parent / "configs" / "crafter_ppo_paper_agent_wide.yaml"
 
 
 def hlo_counts(compiled_text: str) -> dict:
@@ -109,6 +114,39 @@ def count(variant: str, num_envs: int, names: list[str]):
         yield row
 
 
+def chunk_loops(variant: str):
+    """A row per layout (fixed rows, drawn rows): the wide preset's training chunk lowered for CUDA, its while loops
+    counted by the function that holds them."""
+    import dataclasses
+
+    from envgen_jax import games
+    from envgen_jax.envs.crafter import CrafterConfig, make_params
+    from envgen_jax.envs.vector import RowSampler
+    from envgen_jax.run_config import load_run_config
+    from envgen_jax.trainer import make_trainer
+    from envgen_jax.trainer.train import lowered_chunk
+
+    tiny = ["network.conv.channels=[4,8]", "network.conv.width=16", "network.conv.head_width=32"]
+    cfg = load_run_config(WIDE, [*tiny, f"game_options.step_loops={variant}"])
+    env = games.get(cfg.env).make_env(cfg.observation, cfg.game_options)
+    trainer = make_trainer(env, dataclasses.replace(cfg.trainer_ppo, num_seeds=2))
+    bank = make_params([CrafterConfig.original()] * 4)
+    layouts = {"fixed": np.zeros(cfg.ppo.num_envs, np.int32), "drawn": RowSampler(np.full(4, 0.25, np.float32))}
+    for layout, rows in layouts.items():
+        ts = jax.eval_shape(trainer.init, bank, rows)
+        text = lowered_chunk(trainer, ts, bank, rows, num_updates=1, platforms=("cuda",)).as_text()
+        holders, function = {}, None
+        for line in text.splitlines():
+            if m := re.match(r"\s*func\.func (?:public |private )?@([\w.\-]+)", line):
+                function = re.sub(r"_\d+$", "", m.group(1))
+            if "stablehlo.while" in line:
+                holders[function] = holders.get(function, 0) + 1
+        row = {"kind": "count", "program": "chunk", "rows": layout, "variant": variant, "envs": cfg.ppo.num_envs,
+               "while_lowered_cuda": sum(holders.values()), "functions": holders}
+        print(f"step_loops {variant} chunk ({layout} rows): {row}", flush=True)
+        yield row
+
+
 def timing(variants: list[str], num_envs: int, steps: int, repeats: int) -> list[dict]:
     """The rollout's env steps at `num_envs`, every variant compiled, then timed side by side (round-robin)."""
     calls, compile_s = {}, {}
@@ -135,8 +173,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--time", default="", help="batch sizes to time the env steps at, e.g. 8,128 (default: none)")
     ap.add_argument("--steps", type=int, default=64, help="env steps a timed call (default 64)")
     ap.add_argument("--repeats", type=int, default=5, help="timed calls after two warm-ups (default 5)")
-    ap.add_argument("--count", default="step,vecstep",
-                    help="programs whose loops to count: step, vecstep, both or none (default both)")
+    ap.add_argument("--count", default="step,vecstep,chunk",
+                    help="programs whose loops to count, comma separated: step, vecstep, chunk, or none (default all "
+                         "three)")
     ap.add_argument("--label", default="default", help="a name for this process's XLA options (default 'default')")
     ap.add_argument("--cpu-tiny", action="store_true", help="a dry run: 2 envs counted, 4 steps a timed call")
     ap.add_argument("--out", type=Path, required=True, help="the JSON (rows of other labels are kept)")
@@ -149,8 +188,8 @@ def main(argv=None) -> dict:
     except ValueError:
         ap.error(f"--time: batch sizes as integers, comma separated, got {args.time!r}")
     counted = [p for p in args.count.split(",") if p and p != "none"]
-    if set(counted) - {"step", "vecstep"}:
-        ap.error(f"--count: choose from step, vecstep, none, got {args.count!r}")
+    if set(counted) - {"step", "vecstep", "chunk"}:
+        ap.error(f"--count: choose from step, vecstep, chunk, none, got {args.count!r}")
     if args.cpu_tiny:
         args.envs, args.steps, args.repeats = 2, 4, 1
 
@@ -165,6 +204,9 @@ def main(argv=None) -> dict:
     save = lambda: write_text_atomic(args.out, json.dumps(result, indent=1, default=str))  # noqa: E731
     for variant in variants:  # each row saved as measured: a run cut off by its time box keeps them
         for row in count(variant, args.envs, counted):
+            result["rows"].append({"label": args.label, **row})
+            save()
+        for row in chunk_loops(variant) if "chunk" in counted else ():
             result["rows"].append({"label": args.label, **row})
             save()
     for n in batch_sizes:  # the variants side by side at each batch size

@@ -10,7 +10,8 @@ import pytest
 
 from envgen_jax import games
 from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, make_params
-from envgen_jax.envs.crafter.loops import short_scans_unrolled
+from envgen_jax.envs.crafter.loops import short_loops_unrolled
+from envgen_jax.envs.draws import weighted_choice
 from envgen_jax.schema import ConfigError
 
 
@@ -26,21 +27,51 @@ def test_short_scans_run_as_python_loops_with_scans_semantics():
     init = jnp.int32(1)
     for reverse in (False, True):
         expected = jax.jit(lambda i, xs: jax.lax.scan(_toy, i, xs, reverse=reverse))(init, xs)  # noqa: B023
-        with short_scans_unrolled(max_length=8):
+        with short_loops_unrolled(max_length=8):
             assert jax.lax.scan is not jax.lax.scan.unrolled_from
             lowered = jax.jit(lambda i, xs: jax.lax.scan(_toy, i, xs, reverse=reverse)).lower(init, xs)  # noqa: B023
         assert "stablehlo.while" not in lowered.as_text()
         got = lowered.compile()(init, xs)
         jax.tree.map(np.testing.assert_array_equal, got, expected)
     # length without xs, and a body with no per-iteration outputs
-    with short_scans_unrolled(max_length=8):
+    with short_loops_unrolled(max_length=8):
         carry, ys = jax.lax.scan(lambda c, _: (c + 1, None), 0, length=4)
     assert int(carry) == 4 and ys is None
     # longer scans are left to jax.lax.scan; the original comes back on leaving
     original = jax.lax.scan
-    with short_scans_unrolled(max_length=3):
+    with short_loops_unrolled(max_length=3):
         text = jax.jit(lambda i, xs: jax.lax.scan(_toy, i, xs)).lower(init, xs).as_text()
     assert "stablehlo.while" in text and jax.lax.scan is original
+
+
+def _draws(key, weights, mask):
+    # the forms craftax and our world generation use: an int population, an array population, plateaus of zero
+    # weight (masked cells), one draw and several
+    return {"int": jax.random.choice(key, 6, (5,), p=weights),
+            "array": jax.random.choice(key, jnp.arange(10, 16), (1,), p=weights),
+            "masked": jax.random.choice(key, jnp.arange(6), p=weights * mask / jnp.maximum((weights * mask).sum(), 1)),
+            "plain": jax.random.choice(key, 6, (3,))}
+
+
+def test_weighted_choice_draws_the_same_without_its_search_loop():
+    weights = jnp.array([0.1, 0.0, 0.3, 0.25, 0.0, 0.35], jnp.float32)
+    mask = jnp.array([0, 1, 1, 0, 1, 1], jnp.float32)
+    keys = jax.random.split(jax.random.PRNGKey(11), 64)
+    draws = jax.jit(jax.vmap(_draws, in_axes=(0, None, None)))
+    expected = draws(keys, weights, mask)
+    original = jax.random.choice
+    with short_loops_unrolled():
+        traced = jax.jit(jax.vmap(_draws, in_axes=(0, None, None))).trace(keys, weights, mask)
+    assert jax.random.choice is original
+    jax.tree.map(np.testing.assert_array_equal, traced.lower().compile()(keys, weights, mask), expected)
+    # the bank-row draw's form (RowSampler.draw), called directly; a single row
+    np.testing.assert_array_equal(jax.vmap(lambda k: weighted_choice(k, 6, (5,), weights))(keys), expected["int"])
+    for one in (jnp.ones(1), jnp.zeros(1)):
+        np.testing.assert_array_equal(weighted_choice(keys[0], 1, (3,), one), jax.random.choice(keys[0], 1, (3,), p=one))
+    assert len(set(np.asarray(expected["int"]).ravel().tolist())) == 4  # every weighted value drawn, none of weight 0
+    # jnp.searchsorted's loop is gone (jax.random's threefry is a loop only in a CPU's lowering)
+    assert "stablehlo.while" in draws.trace(keys, weights, mask).lower(lowering_platforms=("cuda",)).as_text()
+    assert "stablehlo.while" not in traced.lower(lowering_platforms=("cuda",)).as_text()
 
 
 def test_step_loops_is_a_checked_game_option():
@@ -89,13 +120,18 @@ def _steps(step_loops: str, params):
 
 def test_unrolled_step_is_bit_identical_over_many_steps_pixels_included():
     params = make_params(CONFIGS).params
-    _, state = jax.jit(jax.vmap(CrafterEnv().reset))(jax.random.split(jax.random.PRNGKey(3), len(CONFIGS)),
-                                                             params)
+    keys = jax.random.split(jax.random.PRNGKey(3), len(CONFIGS))
+    _, state = jax.jit(jax.vmap(CrafterEnv().reset))(keys, params)
+    # world generation too (its diamond is a weighted draw): the same worlds, no loop for a GPU
+    reset = jax.jit(jax.vmap(CrafterEnv(step_loops="unrolled").reset)).trace(keys, params)
+    assert "stablehlo.while" not in reset.lower(lowering_platforms=("cuda",)).as_text()
+    jax.tree.map(np.testing.assert_array_equal, jax.device_get(reset.lower().compile()(keys, params)[1]),
+                 jax.device_get(state))
     key = jax.random.PRNGKey(7)
     traced = {variant: _steps(variant, params).trace(key, state) for variant in ("scan", "unrolled")}
-    # the short loops are gone from what a GPU compiles (jax.random's own loops are rolled only on a CPU)
+    # what a GPU compiles keeps one loop, the STEPS steps' own scan (jax.random's loops are rolled only on a CPU)
     cuda = {v: t.lower(lowering_platforms=("cuda",)).as_text().count("stablehlo.while") for v, t in traced.items()}
-    assert cuda["unrolled"] * 4 < cuda["scan"], cuda
+    assert cuda["unrolled"] == 1 < cuda["scan"], cuda
     out = {v: jax.device_get(t.lower().compile()(key, state)) for v, t in traced.items()}
     (final_scan, seen_scan), (final_unrolled, seen_unrolled) = out["scan"], out["unrolled"]
     jax.tree.map(np.testing.assert_array_equal, seen_unrolled, seen_scan)

@@ -38,6 +38,7 @@ import numpy as np
 from flax import struct
 
 from envgen_jax.envs.bank import Bank
+from envgen_jax.envs.draws import weighted_choice
 
 
 @struct.dataclass
@@ -67,7 +68,8 @@ class RowSampler:
     probs: jax.Array
 
     def draw(self, key: jax.Array, n: int) -> jax.Array:
-        return jax.random.choice(key, self.probs.shape[-1], (n,), p=self.probs).astype(jnp.int32)
+        # jax.random.choice's draw, with no while loop for a GPU to launch on every step (envs/draws.py)
+        return weighted_choice(key, self.probs.shape[-1], (n,), self.probs).astype(jnp.int32)
 
     @classmethod
     def one_row(cls, rows, num_rows: int, seeds: int) -> "RowSampler | None":

@@ -265,7 +265,7 @@ class Trainer:
     def compile_train_chunk(self, ts, bank, rows, num_updates: int):
         """Ahead-of-time compile of train_chunk for these shapes: a callable (ts, bank, rows, reset=False) ->
         (ts, metrics). Use it to time compilation on its own; it shares nothing with the `train_chunk` cache."""
-        compiled = self._chunk_jit.lower(*_chunk_arguments(ts, bank, rows), num_updates=num_updates).compile()
+        compiled = lowered_chunk(self, ts, bank, rows, num_updates).compile()
         return lambda ts, bank, rows, reset=False: compiled(*_chunk_arguments(ts, bank, rows, reset))
 
     def precompile_chunk(self, ts, bank, rows, num_updates: int) -> None:
@@ -306,6 +306,14 @@ def updates_scanned(update, state, bank, rows, num_updates: int, num_achievement
 def _reset_where(reset_one, state, bank, rows, flag):
     """One agent's state with fresh episodes (`reset_one`) if its flag is set, else as it was."""
     return jax.tree.map(lambda new, old: jnp.where(flag, new, old), reset_one(state, bank, rows), state)
+
+
+def lowered_chunk(trainer: Trainer, ts, bank, rows, num_updates: int, platforms: tuple[str, ...] | None = None):
+    """`trainer.train_chunk`'s program for these shapes, lowered for this backend or for `platforms` (e.g. ("cuda",),
+    which needs no GPU); `ts` may be shapes only (`jax.eval_shape(trainer.init, bank, rows)`). To count or read what
+    the program holds (benchmarks/step_loops.py)."""
+    traced = trainer._chunk_jit.trace(*_chunk_arguments(ts, bank, rows), num_updates=num_updates)
+    return traced.lower(lowering_platforms=platforms) if platforms else traced.lower()
 
 
 def _chunk_arguments(ts, bank, rows, reset=False) -> tuple:

@@ -25,7 +25,7 @@ from flax import struct
 
 from envgen_jax.envs.bank import Bank
 from envgen_jax.envs.crafter import config as C
-from envgen_jax.envs.crafter.loops import short_scans_unrolled
+from envgen_jax.envs.crafter.loops import short_loops_unrolled
 from envgen_jax.envs.crafter.worldgen import LAVA, generate_world
 
 ACHIEVEMENTS = tuple(a.name.lower() for a in Achievement)  # craftax's order (not Crafter's alphabetical one)
@@ -104,8 +104,9 @@ class CrafterEnv:
     observation: "symbolic" (f32[1345], craftax's symbolic view) or "pixels" (u8[63, 63, 3], craftax's pixel view
     rounded to bytes: a quarter of the float rollout memory; the network scales it to [0, 1]. The first use builds
     craftax's texture cache, ~20 s once per install).
-    step_loops: "scan" (craftax's short per-step loops stay XLA while loops) or "unrolled" (traced as straight-line
-    code, `loops.short_scans_unrolled`; the same outputs bit for bit, fewer loops for a GPU to launch).
+    step_loops: "scan" (craftax's short per-step loops and weighted draws stay XLA while loops) or "unrolled" (traced
+    as straight-line code, `loops.short_loops_unrolled`, in the step, the renderers and world generation; the same
+    outputs bit for bit, fewer loops for a GPU to launch).
     """
 
     observation: str = "symbolic"
@@ -144,7 +145,7 @@ class CrafterEnv:
         return config_to_params(C.CrafterConfig.original())
 
     def _loops(self):
-        return short_scans_unrolled() if self.step_loops == "unrolled" else contextlib.nullcontext()
+        return short_loops_unrolled() if self.step_loops == "unrolled" else contextlib.nullcontext()
 
     def observe(self, state: EnvState) -> jax.Array:
         with self._loops():
@@ -154,7 +155,8 @@ class CrafterEnv:
         return jnp.round(jnp.clip(pixels, 0.0, 255.0)).astype(jnp.uint8)
 
     def reset(self, key: jax.Array, params: CrafterParams) -> tuple[jax.Array, EnvState]:
-        state = generate_world(key, params, self.static)
+        with self._loops():
+            state = generate_world(key, params, self.static)
         return self.observe(state), state
 
     def step(self, key: jax.Array, state: EnvState, action, params: CrafterParams):
