@@ -36,22 +36,26 @@
 # env steps/s for 4 agents) plus ~80 s of compile and the evaluation, per dtype, so wide_bf16 gets what B leaves and
 # a later call continues it (KEEP_RESULTS=1 WIDE_RESUME=1 ... --stages wide_bf16,wide_f32; a run cut off by its box
 # is summarised from its newest checkpoint). STEP_LOOPS=auto takes the step variant A measured faster.
-# THE SECOND LEASE (issue 64 items 4-5), written against `envgen-jax study` as it is (methods one after another);
-# once the fused schedule of issue 61 lands, put its flag in STUDY_SCHEDULE (e.g. STUDY_SCHEDULE='--set
-# study.schedule=fused', whatever name it lands with), and the same stages run fused:
+# THE SECOND LEASE (issue 64 items 4-5). `envgen-jax study` trains each study fused (issue 61: methods x seeds on one
+# agent axis, `--schedule fused`, which the stages pass; STUDY_SCHEDULE='--schedule sequential' runs the methods one
+# after another instead):
 #   A  STEP_LOOPS=<A's winner> BENCH_COMMIT=... bash benchmarks/gpu_session.sh --stages check,pixel_study --budget 560
 #        pixel_study       ppo, scripted and envgen (designs replayed from the CPU study's transcript:
 #                          --replay envgen=benchmarks/results/study_cpu_v2/envgen/llm_transcript.jsonl) with the wide
-#                          pixel agent at the paper's protocol (1.96M steps a seed), PIXEL_STUDY_SEEDS (2) seeds each;
-#                          a study cut off by its box resumes from its checkpoints when the same stage runs again
+#                          pixel agent at the paper's protocol (1.96M steps a seed), PIXEL_STUDY_SEEDS (2) seeds each:
+#                          one program of 6 agents (`study --dry-run`: about 45 GB at 2 seeds, 90 GB at 4); a study
+#                          cut off by its box resumes from its checkpoints when the same stage runs again
 #   B  KEEP_RESULTS=1 ... --stages pixel_study,study_fused --budget 300     the pixel study's rest, then
 #        study_fused       the whole symbolic study: configs/study_cpu.yaml, 10 methods x 16 seeds, the LLM methods
-#                          (envgen, fixed, easy_to_hard, adversarial, envgen_sfl) replayed from their CPU transcripts
+#                          (envgen, fixed, easy_to_hard, adversarial, envgen_sfl) replayed from their CPU transcripts;
+#                          4 programs one after another (`study --dry-run`): the paper loop's 7 methods x 16 seeds
+#                          = 112 agents (about 11 GB), then plr, sfl and envgen_sfl with 16 agents each
 # At today's speeds (3,195 env steps/s for 4 dense pixel seeds) the pixel study does not fit one lease; it is planned
 # on the wide shape's aims (4 agents >= 16,000 env steps/s: 3 methods x 2 seeds x 1.96M = 11.8M steps in ~12 min).
-# The symbolic study one method after another is about 10 x 225 s (the 16-seed protocol measured cold on an H200):
-# it fits only fused (10 x 16 x 1.96M = 314M steps at the 730,000 env steps/s of 4,096 envs: about 7 minutes), so
-# study_fused waits for STUDY_SCHEDULE; run today it keeps every method it finished and resumes in the next call.
+# The symbolic study one method after another is about 10 x 225 s (the 16-seed protocol measured cold on an H200);
+# fused it is 314M env steps (10 x 16 x 1.96M), about 7 minutes at the 730,000 env steps/s that 4,096 envs trained
+# (the paper loop's program has 7,168 env slots), plus 4 compiles. A study cut off by its box keeps every group it
+# finished and resumes the rest from their checkpoints in the next call.
 #
 # Stages, in the order they run; each is time-boxed (`timeout`) by min(its estimate, the budget left), and saves what
 # it measured as it goes (a stage cut off by its box keeps its rows; run_all saves an unfinished row after each phase):
@@ -352,9 +356,8 @@ stage pixel_speed16 "${T_PIXEL_SPEED16:-$T_PIXEL_SPEED}" "$PY" benchmarks/pixel_
 stage pixel_xla "$T_PIXEL_XLA" env XLA_FLAGS="$PIXEL_XLA_FLAGS ${XLA_FLAGS:-}" "$PY" benchmarks/pixel_speed.py \
   --out "$RESULTS/pixel_speed.json" --label cmdbuf "${SPEED_ARGS[@]}" --seeds "${SPEED_SEEDS[0]}" \
   --variants vmap:float32 --parts env,chunk
-# issue 64 items 4-5: the studies, LLM methods replayed from the CPU study's transcripts (--replay). STUDY_SCHEDULE:
-# the fused schedule's flag once issue 61's lands (empty: methods one after another, as `envgen-jax study` is today)
-read -r -a SCHEDULE_ARGS <<< "${STUDY_SCHEDULE:-}"
+# issue 64 items 4-5: the studies, fused (STUDY_SCHEDULE), LLM methods replayed from the CPU study's transcripts
+read -r -a SCHEDULE_ARGS <<< "${STUDY_SCHEDULE:---schedule fused}"
 RECORDED=benchmarks/results/study_cpu_v2
 # A replayed reply must parse under this run's llm.strategy: the strategy the CPU study recorded them with
 # (configs/study_cpu.yaml pins it; the wide preset has base/crafter.yaml's, whose replies hold no `targets`)

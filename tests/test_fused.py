@@ -138,6 +138,9 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, toy_module
     a, b = _outputs(out / "envgen"), _outputs(root / "fused" / "envgen")
     assert a["report"] == b["report"] and a["designs"] == b["designs"]
     assert np.max(np.abs(_losses(a["metrics"]) - _losses(b["metrics"]))) <= LOSS_BOUND
+    # study.md says how the runs were laid out (each run's sessions.jsonl records its fused group)
+    assert ("seeds 0 to 1: ppo, envgen, random and scripted trained fused (methods x seeds as the agents of one "
+            "compiled program); envgen finished in a run of its own;") in (out / "study.md").read_text()
 
 
 @pytest.mark.slow

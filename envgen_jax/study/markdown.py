@@ -59,7 +59,7 @@ def _setup(study: dict) -> list[str]:
     lines = [f"# Does EnvGen help? {len(methods)} methods on {s['env']}, {s['seeds']} seeds each", "",
              f"Every method: the same agent ({_agent(s['run'])}), {s['env_steps_per_seed']:,} env steps per seed, of "
              f"which {s['scored_env_steps_per_seed']:,} are scored in the original game, seeds {s['first_seed']} to "
-             f"{s['first_seed'] + s['seeds'] - 1} vmapped in one run per method; only the pretraining environments "
+             f"{s['first_seed'] + s['seeds'] - 1}{_how_trained(methods)}; only the pretraining environments "
              f"differ. Settings: `{s['config']}`{' with ' + ' '.join(s['overrides']) if s['overrides'] else ''} "
              f"(resolved in study.yaml).", "",
              f"Comparison built {env['date']} on {env['device']} (jax {env['jax']}), commit {str(env['commit'])[:12]}"
@@ -70,6 +70,32 @@ def _setup(study: dict) -> list[str]:
         lines.append("Runs trained on: " + "; ".join(f"{d} at {c}" for d, c in trained)
                      + (" (**more than one machine or code version**)" if len(trained) > 1 else "") + ".")
     return lines
+
+
+def _how_trained(methods: dict) -> str:
+    """How the runs were laid out, from their sessions: the fused groups (methods x seeds as the agents of one
+    compiled program), the methods trained in a run of their own, and those a fused group began and a run of their
+    own finished (a failed member retried alone)."""
+    fused, alone, finished_alone = [], [], []
+    for m, r in methods.items():
+        sessions = r["sessions"]
+        group = (sessions[-1].get("fused_with") if sessions else None) or [m]
+        if len(group) > 1:
+            fused += [group] if group not in fused else []
+        else:
+            (finished_alone if any(x.get("fused_with") for x in sessions) else alone).append(m)
+    if not fused and not finished_alone:
+        return " vmapped in one run per method"
+    parts = [f"{_and(g)} trained fused (methods x seeds as the agents of one compiled program)" for g in fused]
+    if alone:
+        parts.append(f"{_and(alone)} {'each ' if len(alone) > 1 else ''}vmapped in a run of its own")
+    if finished_alone:
+        parts.append(f"{_and(finished_alone)} finished in a run of its own")
+    return ": " + "; ".join(parts)
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _scores(study: dict, done: dict, score_name: str) -> list[str]:

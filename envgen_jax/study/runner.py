@@ -84,7 +84,7 @@ def run_group(settings: StudySettings, group: list[str], out: Path, log: Callabl
             return True, {todo[0]: (f"{type(e).__name__}: {e}", traceback.format_exc())}
         return True, {}
     for m in todo:
-        _session(out / m, resumed=latest_checkpoint(out / m) is not None)
+        _session(out / m, resumed=latest_checkpoint(out / m) is not None, fused_with=todo)
     run = EnvGenRun.fused([(settings.run_config(m), out / m) for m in todo],
                           logs=[Prefixed(f"[{m}] ") for m in todo],
                           llm_client=[method_client(settings, m, llm_client, log) for m in todo])
@@ -115,15 +115,17 @@ def _check_or_reuse(settings: StudySettings, method: str, out: Path, log: Callab
     return True
 
 
-def _session(run_dir: Path, resumed: bool) -> None:
-    """A line of OUT/<method>/sessions.jsonl: which machine and code trained (part of) this run (process 0's)."""
+def _session(run_dir: Path, resumed: bool, fused_with: list[str] | None = None) -> None:
+    """A line of OUT/<method>/sessions.jsonl: which machine and code trained (part of) this run (process 0's), and
+    `fused_with`, the methods whose agents shared its compiled program (a fused group), when there were several."""
     if not is_lead():
         return
     run_dir.mkdir(parents=True, exist_ok=True)
     env = environment()
     with open(run_dir / "sessions.jsonl", "a") as f:
         f.write(json.dumps({"action": "resume" if resumed else "start",
-                            **{k: env[k] for k in ("date", "device", "jax", "jaxlib", "commit", "dirty", "host")}})
+                            **{k: env[k] for k in ("date", "device", "jax", "jaxlib", "commit", "dirty", "host")},
+                            **({"fused_with": list(fused_with)} if fused_with else {})})
                 + "\n")
 
 
