@@ -3,6 +3,8 @@ same outputs bit for bit as craftax's scans, with fewer loops in the program."""
 
 from __future__ import annotations
 
+import threading
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,10 +27,11 @@ def _toy(carry, x):
 def test_short_scans_run_as_python_loops_with_scans_semantics():
     xs = {"a": jnp.arange(5, dtype=jnp.int32) - 2, "b": jnp.arange(10, 15, dtype=jnp.int32)}
     init = jnp.int32(1)
+    original = jax.lax.scan
     for reverse in (False, True):
         expected = jax.jit(lambda i, xs: jax.lax.scan(_toy, i, xs, reverse=reverse))(init, xs)  # noqa: B023
         with short_loops_unrolled(max_length=8):
-            assert jax.lax.scan is not jax.lax.scan.unrolled_from
+            assert jax.lax.scan is not original
             lowered = jax.jit(lambda i, xs: jax.lax.scan(_toy, i, xs, reverse=reverse)).lower(init, xs)  # noqa: B023
         assert "stablehlo.while" not in lowered.as_text()
         got = lowered.compile()(init, xs)
@@ -38,10 +41,36 @@ def test_short_scans_run_as_python_loops_with_scans_semantics():
         carry, ys = jax.lax.scan(lambda c, _: (c + 1, None), 0, length=4)
     assert int(carry) == 4 and ys is None
     # longer scans are left to jax.lax.scan; the original comes back on leaving
-    original = jax.lax.scan
     with short_loops_unrolled(max_length=3):
         text = jax.jit(lambda i, xs: jax.lax.scan(_toy, i, xs)).lower(init, xs).as_text()
     assert "stablehlo.while" in text and jax.lax.scan is original
+
+
+def test_the_unrolling_is_the_tracing_threads_alone():
+    """A run traces its training chunk and its evaluation in two threads at once (trainer/ahead.py): while one thread
+    is inside the context, a scan traced in another keeps its loop, and each thread's own context still unrolls."""
+    xs = {"a": jnp.arange(5, dtype=jnp.int32), "b": jnp.arange(5, dtype=jnp.int32)}
+    loops = lambda: jax.jit(lambda i, xs: jax.lax.scan(_toy, i, xs)).lower(jnp.int32(1), xs).as_text()  # noqa: E731
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with short_loops_unrolled(max_length=8):
+            inside.set()
+            leave.wait(60)
+
+    original = jax.lax.scan
+    other = threading.Thread(target=hold)
+    other.start()
+    try:
+        assert inside.wait(60)
+        assert "stablehlo.while" in loops()  # this thread is outside: jax as it is
+        with short_loops_unrolled(max_length=8):
+            assert "stablehlo.while" not in loops()
+        assert "stablehlo.while" in loops() and jax.lax.scan is not original  # the other's is still open
+    finally:
+        leave.set()
+        other.join()
+    assert jax.lax.scan is original
 
 
 def _draws(key, weights, mask):

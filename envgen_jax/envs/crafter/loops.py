@@ -15,9 +15,12 @@ out: the same operations run in the same order. Integer and boolean work is then
 principle round differently once XLA fuses across the former iterations (a toy body of multiply-adds did, by one
 ulp), so identity is a property of the body: for Craftax-Classic's step, renderers and our world generation it holds
 bit for bit (tests/test_crafter_loops.py, many steps, pixels and resets included). Longer scans and everything else
-(`fori_loop`s, jax.random's own loops, our rollout, which is traced outside the context) are left as they are. It
-patches module attributes, so it holds a lock and is meant for tracing, not for running code concurrently on other
-threads.
+(`fori_loop`s, jax.random's own loops, our rollout, which is traced outside the context) are left as they are.
+
+It is per thread: while any thread has a context open, `jax.lax.scan` and `jax.random.choice` are routers that unroll
+only for the threads inside one, so programs traced at the same time in other threads keep their loops (a run traces
+its training chunk and its evaluation in two threads, `trainer/ahead.py`; with a process-wide patch the chunk's
+rollout and epochs were unrolled while the evaluation's env step traced, and its compile took over 9 GB on a CPU).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from envgen_jax.envs.draws import weighted_choice
 
 SHORT_SCAN = 32  # Craftax-Classic's per-step scans are 2-17 long; rollouts and epochs are far longer
 
-_LOCK = threading.RLock()
+_LOCK = threading.Lock()  # guards installing and removing the routers below
 
 
 def _length(xs, length) -> int | None:
@@ -56,7 +59,6 @@ def unrolled_scan(original, max_length: int):
             carry, ys[i] = f(carry, jax.tree.map(lambda x: x[i], xs))  # noqa: B023 (i is used at once)
         return carry, jax.tree.map(lambda *y: jnp.stack(y), *ys)
 
-    scan.unrolled_from = original
     return scan
 
 
@@ -71,21 +73,54 @@ def unrolled_choice(original):
             return original(key, a, shape, replace, p, axis)
         return weighted_choice(key, a, shape, jnp.asarray(p))
 
-    choice.unrolled_from = original
     return choice
 
 
 @contextlib.contextmanager
 def short_loops_unrolled(max_length: int = SHORT_SCAN):
-    """While open, `jax.lax.scan` of static length <= `max_length` runs as a Python loop and weighted
-    `jax.random.choice` searches without a loop (see the module doc)."""
+    """While open in this thread, `jax.lax.scan` of static length <= `max_length` runs as a Python loop and weighted
+    `jax.random.choice` searches without a loop (see the module doc); other threads see jax as it is."""
+    if getattr(_THREAD, "max_length", None) is not None:  # already inside one in this thread: nothing to add
+        yield
+        return
+    _install()
+    _THREAD.max_length = max_length
+    try:
+        yield
+    finally:
+        _THREAD.max_length = None
+        _uninstall()
+
+
+# Routers in jax's place while any thread has a context open; each call looks up its own thread's setting.
+_THREAD = threading.local()  # max_length inside a context, None (or unset) outside
+_ORIGINAL: dict = {}         # jax.lax.scan and jax.random.choice as the first context found them
+_open = 0                    # contexts open in all threads
+
+
+def _route_scan(*args, **kwargs):
+    max_length = getattr(_THREAD, "max_length", None)
+    scan = _ORIGINAL["scan"]
+    return (scan if max_length is None else unrolled_scan(scan, max_length))(*args, **kwargs)
+
+
+def _route_choice(*args, **kwargs):
+    choice = _ORIGINAL["choice"]
+    return (choice if getattr(_THREAD, "max_length", None) is None else unrolled_choice(choice))(*args, **kwargs)
+
+
+def _install() -> None:
+    global _open
     with _LOCK:
-        scan, choice = jax.lax.scan, jax.random.choice
-        if hasattr(scan, "unrolled_from"):  # already inside one: nothing to add
-            yield
-            return
-        jax.lax.scan, jax.random.choice = unrolled_scan(scan, max_length), unrolled_choice(choice)
-        try:
-            yield
-        finally:
-            jax.lax.scan, jax.random.choice = scan, choice
+        if _open == 0:
+            _ORIGINAL.update(scan=jax.lax.scan, choice=jax.random.choice)
+            jax.lax.scan, jax.random.choice = _route_scan, _route_choice
+        _open += 1
+
+
+def _uninstall() -> None:
+    global _open
+    with _LOCK:
+        _open -= 1
+        if _open == 0:
+            jax.lax.scan, jax.random.choice = _ORIGINAL["scan"], _ORIGINAL["choice"]
