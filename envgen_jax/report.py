@@ -61,13 +61,23 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
     with quiet_nan():  # a subtask no seed ever finished stays NaN (reported as None), not 0
         ach_m = np.nanmean(100 * rates, axis=0) if rates.size else []
         ach_s = np.nanstd(100 * rates, axis=0) if rates.size else []
-    return {
+    return {**_return_pct(rewards, games.get(env).max_return),
         "episodes_per_seed": np.asarray(stats.episodes).tolist(),
         "score": nan_to_none(score_m), "score_std": nan_to_none(score_s), "score_per_seed": [nan_to_none(s) for s in scores],
         "reward": nan_to_none(reward_m), "reward_std": nan_to_none(reward_s), "reward_per_seed": [nan_to_none(r) for r in rewards],
         "achievements": {n: nan_to_none(m) for n, m in zip(names, ach_m)},
         "achievements_std": {n: nan_to_none(s) for n, s in zip(names, ach_s)},
     }
+
+
+def _return_pct(rewards, max_return) -> dict:
+    """A game with a most-an-episode-can-earn (Craftax: 226) reports its mean return as a share of it, per seed."""
+    if not max_return:
+        return {}
+    pct = 100.0 * np.asarray(rewards, np.float64) / max_return
+    mean, std = _ms(pct)
+    return {"return_pct": nan_to_none(mean), "return_pct_std": nan_to_none(std),
+            "return_pct_per_seed": [nan_to_none(p) for p in pct]}
 
 
 def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_seconds: float,
@@ -203,6 +213,10 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
         lines += [f"| {', '.join(f'{k} {v:g}' for k, v in p['settings'].items())} | {_pm(p['score'], p['score_std'])} "
                   f"| {_pm(p['reward'], p['reward_std'], 2)} | "
                   f"{', '.join('n/a' if v is None else f'{v:.1f}' for v in p['score_per_seed'])} |" for p in r["sweep"]]
+    if r.get("return_pct") is not None:
+        lines += ["", f"Mean episode return: {_pm(r['return_pct'], r['return_pct_std'], 2)} % of the most an episode "
+                  f"can earn ({games.get(r['env']).max_return}), per seed "
+                  f"{', '.join('n/a' if v is None else f'{v:.2f}' for v in r['return_pct_per_seed'])}."]
     if games.get(r["env"]).score_is_crafter:
         lines += ["", "For reference, the paper's Table 1 (PPO agent, 4M params, pixels, 1M scored steps):", "",
                   "| model | score % | reward |", "|---|---|---|"]

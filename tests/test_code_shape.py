@@ -55,7 +55,7 @@ LAYERS = ("schema", "config_io", "llm", "envs", "games", "trainer", "methods", "
 
 # The game's design space is the flat list of settings the LLM writes (the paper's prompts, the JSON schema, every
 # saved environment): it is data the designer fills in, not a settings class, and nesting it would change all three.
-DESIGN_SPACES = {"CrafterConfig"}
+DESIGN_SPACES = {"CrafterConfig", "CraftaxConfig"}
 MAX_CLASS_LINES, MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_FIELDS = 180, 450, 100, 20
 
 

@@ -5,6 +5,7 @@ import math
 import pytest
 
 from envgen_jax import games, methods
+from envgen_jax.envs.craftax.config import CraftaxConfig
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.envs.heist.config import WORLD_DIMS, HeistConfig
 from envgen_jax.methods import scripted
@@ -96,7 +97,7 @@ def test_cycle_one_takes_the_tech_tree_order():
                                                  "open_lock_red")
 
 
-@pytest.mark.parametrize("config_cls", [CrafterConfig, HeistConfig])
+@pytest.mark.parametrize("config_cls", [CrafterConfig, HeistConfig, CraftaxConfig])
 def test_every_config_pulls_its_targets_levers_and_is_valid(config_cls):
     env = config_cls.ENV_NAME
     target_map = _map(env)

@@ -7,12 +7,13 @@ import pytest
 from envgen_jax import games
 from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.envs.crafter.targeting import CRAFTER_LEVERS
+from envgen_jax.envs.craftax.config import CraftaxConfig
 from envgen_jax.envs.heist.config import HeistConfig
 from envgen_jax.envs.heist.targeting import HEIST_LEVERS
 from envgen_jax.llm import targeting
 from envgen_jax.schema import ConfigError
 
-CLASSES = {"crafter": CrafterConfig, "heist": HeistConfig}
+CLASSES = {"crafter": CrafterConfig, "heist": HeistConfig, "craftax": CraftaxConfig}
 MAPS = {env: games.get(env).targeting for env in CLASSES}  # what the games declare
 crafter, heist = CrafterConfig.from_dict, HeistConfig.from_dict
 
@@ -29,7 +30,7 @@ def purpose_problems(purpose, config):
     return MAPS[config.ENV_NAME].purpose_problems(purpose, config)
 
 
-@pytest.mark.parametrize("env", ["crafter", "heist"])
+@pytest.mark.parametrize("env", ["crafter", "heist", "craftax"])
 def test_every_achievement_has_levers_and_prerequisites_are_achievements(env):
     own, prerequisites = MAPS[env].own_levers, MAPS[env].prerequisites
     achievements = games.get(env).designer_spec().achievements
@@ -44,7 +45,7 @@ def test_every_achievement_has_levers_and_prerequisites_are_achievements(env):
         assert not [p for p in direct if any(p in before(q) for q in direct if q != p)], name
 
 
-@pytest.mark.parametrize("env", ["crafter", "heist"])
+@pytest.mark.parametrize("env", ["crafter", "heist", "craftax"])
 def test_every_lever_names_a_setting_with_a_reachable_helpful_value(env):
     schema = {s.path: s for s in CLASSES[env].schema()}
     own, concepts = MAPS[env].own_levers, MAPS[env].concepts

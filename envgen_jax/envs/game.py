@@ -55,6 +55,7 @@ class Game:
     score_name: str = "score"                # "Crafter score" or "score"
     score_definition: str = ""
     score_is_crafter: bool = False           # the paper's Crafter score (report's crafter_score, Table 1)
+    max_return: float | None = None          # the most an episode can earn: reports give return_pct (Craftax: 226)
 
     def make_env(self, observation: str = "symbolic", options: GameOptions | None = None) -> ConfigurableEnv:
         """The single-environment object (vmapped by `envs.vector.VecEnv`)."""

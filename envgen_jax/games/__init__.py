@@ -27,6 +27,7 @@ __all__ = ["GAMES", "NAMES", "ConfigurableEnv", "Game", "GameOptions", "config_c
 GAMES: dict[str, str | Game] = {
     "crafter": "envgen_jax.envs.crafter.game",
     "heist": "envgen_jax.envs.heist.game",
+    "craftax": "envgen_jax.envs.craftax.game",
 }
 NAMES = GAMES.keys()  # a live view: a game registered later is known everywhere (command-line choices included)
 

@@ -88,7 +88,8 @@ class Concept:
 SKILL_VERBS = frozenset(
     "collect collecting collects mine mining mines gather gathering find finding get getting obtain obtaining make "
     "making makes craft crafting crafts build building place placing places defeat defeating fight fighting kill "
-    "killing hunt hunting eat eating drink drinking open opening unlock unlocking reach reaching pick picking chop "
+    "killing hunt hunting eat eating drink drinking open opening unlock unlocking reach reaching enter entering "
+    "descend descending pick picking chop "
     "chopping harvest harvesting search searching grab grabbing learn learning practise practising practice "
     "practicing".split())
 SKILL_NOUNS = frozenset("collection mining crafting gathering hunting placement harvesting combat".split())
