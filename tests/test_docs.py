@@ -106,6 +106,36 @@ def test_the_readme_installs_and_tests_as_ci_does():
     assert [line.split("#")[0].strip() for line in block.splitlines()[1:-1]] == commands
 
 
+def section(text: str, heading: str) -> list[str]:
+    """The lines of the `## heading...` section of a page, its heading included, up to the next `## ` heading."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("## " + heading))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start:end]
+
+
+DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d+ min \d+ s\b")
+
+
+def test_the_readme_says_how_long_setting_up_takes_in_a_short_section():
+    """A newcomer reads what to type and about how long it takes: the install section stays within 12 lines, with
+    one time figure for each command, and the README holds no dated measurement (those live in docs/benchmarks.md)."""
+    readme = (ROOT / "README.md").read_text()
+    install = section(readme, "Install and test")
+    assert len(install) <= 12, len(install)
+    commands = [line for line in install if line.startswith("make ")]
+    assert len(commands) == 2 and all(re.search(r"# about \d+ minutes?\b", line) for line in commands), commands
+    assert not [line for line in readme.splitlines() if DATED.search(line)]
+    assert "#the-test-suites-time-cpu" in (ROOT / "docs" / "testing.md").read_text()
+
+
+def test_the_makefile_says_what_each_target_does_without_dated_timings():
+    makefile = (ROOT / "Makefile").read_text()
+    assert not [line for line in makefile.splitlines() if DATED.search(line)]
+    targets = re.findall(r"^(\w+):.*## \S", makefile, re.M)
+    assert targets == ["install", "test", "check"]
+
+
 def test_slugs_are_githubs():
     assert slug("The score, honestly") == "the-score-honestly"
     assert slug("Methods and baselines (`method:`)") == "methods-and-baselines-method"

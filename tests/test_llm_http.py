@@ -69,11 +69,11 @@ def test_timeout_is_retried():
     def slow_then_fast(request):
         calls.append(1)
         if len(calls) == 1:
-            time.sleep(1.0)
+            time.sleep(3.0)  # three times the client's timeout
         return 200, completion_body(GOOD), {}
 
     with FakeOpenAIServer(slow_then_fast) as server:
-        configs, _ = Designer(CRAFTER, settings(server.base_url, timeout_s=0.3)).generate(4)
+        configs, _ = Designer(CRAFTER, settings(server.base_url, timeout_s=1.0)).generate(4)
     assert len(configs) == 4 and len(calls) == 2
 
 

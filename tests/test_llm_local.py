@@ -94,7 +94,7 @@ def test_server_stops_when_its_parent_is_killed(tmp_path):
     finally:
         parent.kill()
         parent.wait()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # it looks every second, then joins its threads: 3x slower holds
     while time.monotonic() < deadline:
         try:
             os.kill(child, 0)
@@ -102,7 +102,7 @@ def test_server_stops_when_its_parent_is_killed(tmp_path):
             return
         time.sleep(0.2)
     os.kill(child, signal.SIGKILL)
-    pytest.fail("the local LLM server outlived its killed parent by 20 s")
+    pytest.fail("the local LLM server outlived its killed parent by 60 s")
 
 
 @pytest.mark.llm
