@@ -121,6 +121,25 @@ BASE_RATES = {
                 "place_furnace": 60, "place_plant": 85, "place_stone": 75, "place_table": 90, "wake_up": 55},
     "heist": {"collect_key_blue": 85, "collect_key_green": 75, "collect_key_red": 65, "open_lock_blue": 80,
               "open_lock_green": 70, "open_lock_red": 60, "collect_gem": 50},
+    # Full Craftax: a plausible agent near the end of a 1M-step run, the overworld's skills learned, the floors below
+    # rarely reached (the profiles' weak skills are set near 0, below all of these).
+    "craftax": {**{a: 30 for a in ("cast_fireball", "cast_iceball", "collect_ruby", "collect_sapphire",
+                                   "damage_necromancer", "defeat_archer", "defeat_deep_thing", "defeat_fire_elemental",
+                                   "defeat_frost_troll", "defeat_gnome_archer", "defeat_gnome_warrior",
+                                   "defeat_ice_elemental", "defeat_knight", "defeat_kobold", "defeat_lizard",
+                                   "defeat_necromancer", "defeat_orc_mage", "defeat_orc_solider", "defeat_pigman",
+                                   "defeat_troll", "drink_potion", "eat_bat", "eat_snail", "enchant_armour",
+                                   "enchant_sword", "enter_fire_realm", "enter_gnomish_mines", "enter_graveyard",
+                                   "enter_ice_realm", "enter_sewers", "enter_troll_mines", "enter_vault", "find_bow",
+                                   "fire_bow", "learn_fireball", "learn_iceball", "make_diamond_armour",
+                                   "make_diamond_pickaxe", "make_diamond_sword", "open_chest")},
+                **{"collect_coal": 60, "collect_diamond": 35, "collect_drink": 80, "collect_iron": 50,
+                   "collect_sapling": 85, "collect_stone": 75, "collect_wood": 90, "defeat_skeleton": 40,
+                   "defeat_zombie": 65, "eat_cow": 75, "eat_plant": 40, "enter_dungeon": 45, "make_arrow": 45,
+                   "make_iron_armour": 35, "make_iron_pickaxe": 40, "make_iron_sword": 40, "make_stone_pickaxe": 65,
+                   "make_stone_sword": 60, "make_torch": 50, "make_wood_pickaxe": 85, "make_wood_sword": 80,
+                   "place_furnace": 55, "place_plant": 80, "place_stone": 70, "place_table": 90, "place_torch": 45,
+                   "wake_up": 55}},
 }
 WEAK_RATES = (0.0, 1.0, 0.5, 2.0)  # the weak skills' rates in turn: near 0%, not all equal
 PROFILES = {  # each group of related skills weak in turn
@@ -139,6 +158,14 @@ PROFILES = {  # each group of related skills weak in turn
         "weak_keys": Profile(("collect_key_blue", "collect_key_green", "collect_key_red")),
         "weak_locks": Profile(("open_lock_blue", "open_lock_green", "open_lock_red")),
         "weak_gem": Profile(("collect_gem",)),
+    },
+    "craftax": {
+        "first_cycle": Profile(),
+        "weak_tools": Profile(("place_table", "make_wood_pickaxe", "make_stone_pickaxe", "make_stone_sword")),
+        "weak_iron": Profile(("collect_iron", "place_furnace", "make_iron_pickaxe", "make_iron_sword")),
+        "weak_descent": Profile(("enter_dungeon", "enter_gnomish_mines", "enter_sewers")),
+        "weak_dungeon": Profile(("defeat_orc_solider", "defeat_orc_mage", "open_chest", "find_bow")),
+        "weak_survival": Profile(("collect_drink", "eat_cow", "wake_up")),
     },
 }
 
@@ -173,6 +200,17 @@ PREVIOUS = {
         ("The full chain of three doors, with the keys far away.",
          {"maze_settings": {"num_keys": 3}, "placement_settings": {"key_distance": "far"}}),
     ],
+    "craftax": [
+        ("Collect wood and make tools: many trees and some wood at the start.",
+         {"world_settings": {"trees": "very common"}, "inventory_settings": {"wood": 2}}),
+        ("Mine stone and coal: more mountains rich in coal and a wood pickaxe to start with.",
+         {"world_settings": {"mountains": "more", "coal_rarity": "very common"},
+          "inventory_settings": {"pickaxe": "wood"}}),
+        ("Drink and eat: many lakes and many cows.",
+         {"world_settings": {"water": "very common"}, "creature_settings": {"passive_creatures": "very common"}}),
+        ("Explore the dungeon: start there with a stone sword.",
+         {"start_settings": {"start_floor": "dungeon"}, "inventory_settings": {"sword": "stone"}}),
+    ],
 }
 PREVIOUS_ANALYSIS = "No feedback yet: start with the basic skills, each environment aimed at one group of them."
 
@@ -182,6 +220,10 @@ EXAMPLES = {
                            "the agent practise collecting wood and stone and making stone tools at a table.",
                 "config": {"environment_settings": {"target_biome": "grassland", "tree_rarity": "very common"},
                            "inventory_settings": {"wood": 3, "wood_pickaxe": 1}}},
+    "craftax": {"purpose": "Basic resource collection and crafting: many trees and a wood pickaxe at the start let "
+                           "the agent practise collecting wood and stone and making stone tools at a table.",
+                "config": {"world_settings": {"trees": "very common"},
+                           "inventory_settings": {"wood": 3, "pickaxe": "wood"}}},
     "heist": {"purpose": "A short chain in a small maze: with one key placed near the start, the agent can learn to "
                          "pick up a key and open its door before searching for the gem.",
               "config": {"maze_settings": {"maze_dim": 7, "num_keys": 1},

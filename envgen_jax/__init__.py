@@ -5,8 +5,8 @@ Layout, in layer order (lowest first; a module imports only from its own layer o
   config_io.py     the one parser of configuration files: `extends:` chains, `--set`, every problem with its path
   llm/             the LLM environment designer, generic over games: prompts, OpenAI-compatible client, offline
                    model, record/replay, the targeting vocabulary
-  envs/            the games (Crafter on Craftax-Classic, Heist), each with its `game.py`; the bank, the batched
-                   vector env and the games' scores
+  envs/            the games (Crafter on Craftax-Classic, Heist, full Craftax), each with its `game.py`; the bank,
+                   the batched vector env and the games' scores
   games/           the registry: one line per game
   trainer/         PPO in one jit-compiled training chunk, level replay, networks, metrics, evaluation, checkpoints
   methods/         the methods compared, one `Method` subclass each, behind one registry; the contract they share

@@ -88,6 +88,15 @@ def test_the_original_configuration_is_craftax_step_for_step(seed, ours, theirs)
     assert tree_equal(final, final_up), "the final state differs from craftax's"
 
 
+def test_the_original_configuration_builds_craftax_s_worlds(reset_many):
+    """Reset after reset: 16 worlds (all nine floors each) equal craftax's own for the same keys."""
+    keys = jnp.stack([jax.random.PRNGKey(1000 + s) for s in range(WORLDS)])
+    _, ours = reset_many(keys, make_params([CraftaxConfig.original()] * WORLDS).params)
+    _, theirs = jax.jit(jax.vmap(CraftaxSymbolicEnvNoAutoReset().reset, in_axes=(0, None)))(keys, EnvParams())
+    assert tree_equal(ours.game, theirs)
+    assert not np.asarray(ours.given).any()
+
+
 def test_our_spawner_is_craftax_s_on_every_floor(reset_many):
     """Our spawner (the spawn table per environment) against craftax's own function, at the defaults, from states on
     every floor, cleared or not, by day and by night, and in the boss fight: the same mobs in the same cells."""
@@ -117,6 +126,16 @@ def test_our_spawner_is_craftax_s_on_every_floor(reset_many):
         return int(out.melee_mobs.mask.sum() + out.ranged_mobs.mask.sum())
     before = int(states.melee_mobs.mask.sum() + states.ranged_mobs.mask.sum())
     common = monsters(CraftaxConfig.original())
+    sewers = cfg(creature_settings={"sewers_monsters": "very common"})
+    assert monsters(sewers) > common  # one floor's setting acts on that floor's states only:
+    on_sewers = np.asarray(floors) == 3
+    alone = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)[~on_sewers]), pair(
+        states, keys, jax.tree.map(lambda x: jnp.broadcast_to(x, (n, *np.shape(x))), config_to_params(sewers)))[0])
+    assert tree_equal(alone, jax.tree.map(lambda x: jnp.asarray(np.asarray(x)[~on_sewers]), mine))
+    no_food = jax.tree.map(lambda x: jnp.broadcast_to(x, (n, *np.shape(x))),
+                           config_to_params(cfg(creature_settings={"passive_creatures": "none"})))
+    assert int(pair(states, keys, no_food)[0].passive_mobs.mask.sum()) == int(states.passive_mobs.mask.sum()) \
+        < int(mine.passive_mobs.mask.sum())
     more = monsters(cfg(creature_settings={f"{f.replace(' ', '_')}_monsters": "very common" for f in FLOORS}))
     assert monsters(cfg(creature_settings={"peaceful": True})) == before < common < more
 
@@ -180,10 +199,9 @@ def test_start_inventory_vitals_nearby_blocks_and_ladders(reset_many):
                  world_settings={"table_nearby": True, "furnace_nearby": True, "diamond_nearby": True})
     game = worlds(reset_many, config).game
     inv = game.inventory
-    assert (np.asarray(inv.wood) == 4).all() and (np.asarray(inv.pickaxe) == 3).all() and (np.asarray(inv.sword) == 4).all()
-    assert (np.asarray(inv.armour) == 1).all() and (np.asarray(inv.bow) == 1).all() and (np.asarray(inv.arrows) == 6).all()
-    assert (np.asarray(inv.potions) == 2).all() and (np.asarray(inv.books) == 1).all()
-    assert (np.asarray(inv.torches) == 3).all() and (np.asarray(inv.sapphire) == 1).all()
+    for name, value in (("wood", 4), ("pickaxe", 3), ("sword", 4), ("armour", 1), ("bow", 1), ("arrows", 6),
+                        ("potions", 2), ("books", 1), ("torches", 3), ("sapphire", 1)):
+        assert (np.asarray(getattr(inv, name)) == value).all(), name
     vitals = [np.asarray(getattr(game, f"player_{v}")) for v in ("health", "food", "drink", "energy", "mana")]
     assert [int(v[0]) for v in vitals] == [3, 2, 1, 4, 5]
     floor0 = np.asarray(game.map[:, 0])

@@ -58,8 +58,8 @@ def _smoothgen(cfg: C.CraftaxConfig) -> SmoothGenConfig:
         g["ore_chances"][row] *= f32(C.ORE_SCALE[rarity(getattr(cfg, f"{key}_ores"))])
         shift, times = C.ROCK[amount(getattr(cfg, f"{key}_rock"))]
         g["player_proximity_map_mountain_max"][row] += f32(shift)
-        g["player_proximity_map_mountain_strength"][row] = (
-            g["player_proximity_map_mountain_strength"][row] * times).astype(g["player_proximity_map_mountain_strength"].dtype)
+        strength = g["player_proximity_map_mountain_strength"]
+        strength[row] = (strength[row] * times).astype(strength.dtype)
     return SmoothGenConfig(**g)
 
 

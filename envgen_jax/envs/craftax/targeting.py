@@ -135,7 +135,8 @@ CRAFTAX_PREREQUISITES: dict[str, tuple[str, ...]] = {
     "defeat_necromancer": ("damage_necromancer",),
     "damage_necromancer": ("enter_graveyard",),
     **{achievement: (ENTER[i - 1][0],) for i, (achievement, _) in enumerate(ENTER) if i},
-    **{achievement: (dict((f, a) for a, f in ENTER)[floor],) for achievement, floor in MONSTERS if floor != "overworld"},
+    **{achievement: (dict((f, a) for a, f in ENTER)[floor],)
+       for achievement, floor in MONSTERS if floor != "overworld"},
 }
 
 # A material's name also names the tools made of it ("a diamond sword", "pickaxe: stone").
