@@ -81,7 +81,7 @@ def pytest_runtest_setup(item):
 # test_benchmarks and test_trainer_crafter: measured alone before and after); the figures of the next whole run are in
 # that file (`benchmarks/test_suite.py --file-seconds LABEL` prints them). Files not named take under 10 s.
 FILE_SECONDS = {
-    "test_loop": 250, "test_benchmarks": 160, "test_fused": 110, "test_ued": 165, "test_crafter_pixels": 155,
+    "test_loop": 250, "test_benchmarks": 160, "test_craftax_env": 150, "test_craftax_config": 30, "test_fused": 110, "test_ued": 165, "test_crafter_pixels": 155,
     "test_multiprocess": 148, "test_llm_local": 105, "test_ppo": 95, "test_trainer_crafter": 60, "test_study": 46,
     "test_crafter_loops": 36, "test_ladder": 35, "test_agent": 35, "test_gpu_session": 30, "test_crafter_env": 30,
     "test_golden": 29, "test_compile": 26, "test_trainer_checkpoint": 25, "test_precision": 18,
