@@ -1,12 +1,12 @@
 """Which methods of a study train as one program (`study --schedule fused`): the groups, and the schedule's rule.
 
-Methods whose runs differ only in data (which configurations the env slots run) share one compiled chunk: the paper's
-loop (envgen, ppo, fixed, easy_to_hard, adversarial, random, scripted). They use the loop's own hooks (fixed rows
-from `Method.bank_and_rows`, nothing done to the TrainState around a chunk), no level sampler, and their evaluations
-fall at the same training updates, so their agents stand side by side on one agent axis (methods x seeds) and the
-driver (`run.loop.EnvGenRun.fused`) aligns them by updates. A method with its own hooks needs its own program and is
-a group of its own: plr (its level sampler is part of the trainer's state and chunk), sfl and envgen_sfl (rows drawn
-on the device, whose env state has another type, and selections that measure the TrainState between chunks).
+Each method names its program family (`Method.PROGRAM`), and the groups follow from it: methods of one family whose
+evaluations fall at the same training updates share one compiled chunk, their agents side by side on one agent axis
+(methods x seeds) that the driver (`run.loop.EnvGenRun.group`) aligns by updates. The paper's loop (`PAPER_LOOP`:
+envgen, ppo, fixed, easy_to_hard, adversarial, random, scripted) is such a family: its runs differ only in data
+(which configurations the env slots run). A method of no family (PROGRAM None) is a group of its own: plr (its level
+sampler is part of the trainer's state and chunk), sfl and envgen_sfl (rows drawn on the device, whose env state has
+another type, and selections that measure the TrainState between chunks).
 """
 
 from __future__ import annotations
@@ -14,32 +14,29 @@ from __future__ import annotations
 import jax
 
 from envgen_jax import methods as registry
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP
 from envgen_jax.run.plan import build_plan
+
+__all__ = ["PAPER_LOOP", "SCHEDULES", "describe_groups", "groups", "memory_estimate", "program_of", "resolve_schedule"]
 
 SCHEDULES = ("auto", "fused", "sequential")
 # `auto` on a CPU: which of the two benchmarks/study_fused.py measured faster there (benchmarks/results/
 # study_fused_cpu.json); on a GPU or TPU always fused (one program fills the chip that many would leave idle).
 CPU_SCHEDULE = "fused"
-PAPER_LOOP = "paper loop"
-_HOOKS = ("bank_and_rows", "before_phase", "before_chunk", "chunk_record", "after_chunk", "after_phase")
 
 
 def program_of(method: str, cfg) -> tuple:
-    """What decides the program a method's run compiles beyond the shared agent: (PAPER_LOOP, where its evaluations
-    fall) for the methods of the paper's loop, else (the method's name,): a program of its own."""
-    cls = registry.get(method)
-    plan = build_plan(cfg, cls)
-    own = [h for h in _HOOKS if getattr(cls, h) is not getattr(Method, h)]
-    if own or cls.level_sampler(cfg) is not None or any(
-            cls.sampled_rows(cfg, p.where) is not None for p in plan if p.kind == "train"):
+    """What decides the program a method's run compiles beyond the shared agent: (its family, where its evaluations
+    fall) for a method that names a family (`Method.PROGRAM`), else (the method's name,): a program of its own."""
+    family = registry.get(method).PROGRAM
+    if family is None:
         return (method,)
     done, evaluations = 0, []
-    for p in plan:
+    for p in build_plan(cfg, registry.get(method)):
         done += p.updates if p.kind == "train" else 0
         if p.kind == "evaluate":
             evaluations.append(done)
-    return PAPER_LOOP, tuple(evaluations)
+    return family, tuple(evaluations)
 
 
 def resolve_schedule(schedule: str, backend: str | None = None) -> str:
