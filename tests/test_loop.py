@@ -25,11 +25,12 @@ from envgen_jax.run_config import METHODS, load_run_config
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import crafter_score
 from tests import golden
+from tests.trainer_configs import tiny_run
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_DESIGN = ("ppo", "plr", "sfl")  # methods without a design step
 # The golden runs' tiny shapes (tests/golden.py), with the pictures and TensorBoard files these tests look at.
-TINY = [s for s in golden.TINY if not s.startswith(("output.pictures=", "output.tensorboard="))]
+TINY = tiny_run(quiet=["output.progress=false"])
 
 
 @pytest.fixture(scope="module")

@@ -92,7 +92,7 @@ from envgen_jax.trainer import probes  # noqa: E402
 from envgen_jax.trainer.metrics import to_host  # noqa: E402
 from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig  # noqa: E402
 from envgen_jax.trainer.ppo import compute_gae  # noqa: E402
-from tests.trainer_configs import mlp  # noqa: E402
+from tests.trainer_configs import mlp, tiny_run  # noqa: E402
 from envgen_jax.trainer.layouts import REPLAY, Replay  # noqa: E402
 from tests.trees import assert_trees_equal  # noqa: E402
 from envgen_jax.trainer.factory import make_trainer  # noqa: E402
@@ -245,11 +245,9 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PLR_TINY = [
-    "method=plr", "seeds=2", "schedule.cycles=1", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
-    "schedule.final_steps=256", "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16",
-    "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4",
-    "eval.max_steps=120", "output.progress=false", "method_options.plr.capacity=4",
-    "output.checkpoint_minutes=0",
+    "method=plr", *tiny_run(cycles=1, final_steps=256, envs_per_call=None, llm_episode_length=None,
+                            quiet=["output.progress=false"]),
+    "method_options.plr.capacity=4", "output.checkpoint_minutes=0",
     "output.keep_checkpoints=100",
 ]
 
@@ -380,10 +378,8 @@ def test_sfl_selection_concentrates_on_the_learnable_row():
 
 
 SFL_TINY = [
-    "method=sfl", "seeds=2", "schedule.cycles=1", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
-    "schedule.final_steps=256", "schedule.updates_per_chunk=1", "schedule.llm_episode_length=64", "ppo.num_envs=8",
-    "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1",
-    "eval.num_envs=4", "eval.max_steps=120", "output.progress=false", "output.checkpoint_minutes=0",
+    "method=sfl", *tiny_run(cycles=1, final_steps=256, envs_per_call=None, quiet=["output.progress=false"]),
+    "output.checkpoint_minutes=0",
     "output.keep_checkpoints=100", "method_options.sfl.pool=4", "method_options.sfl.keep=2",
     "method_options.sfl.refresh_updates=2", "method_options.sfl.rollouts_per_level=1",
     "method_options.sfl.rollout_steps=64",

@@ -77,7 +77,7 @@ class EnvGenRun:
         self.cfg, self.out, first = members[0].cfg, members[0].out, members[0]
         self.state, self.plan, self.method, self.view = first.state, first.plan, first.method, first.view
         self.env = first.env
-        self.evaluator = make_evaluator(trainer, self.cfg.eval.num_envs, self.cfg.eval.episodes_per_env,
+        self.evaluator = make_evaluator(trainer, self.cfg.eval.envs_per_agent, self.cfg.eval.episodes_per_env,
                                         self.cfg.eval.max_steps, game=first.game)
         lay_out(members)
         self._key_period = self.cfg.num_agents if len(members) > 1 else None  # evaluation keys by seed, not position

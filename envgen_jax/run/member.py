@@ -108,7 +108,7 @@ class Member:
         """(bank, rows) of an evaluation in the original game: that row alone, whatever else the method's bank holds,
         so that every method's evaluation is one program (a study compiles it once)."""
         bank = self.method.bank_and_rows("original")[0]
-        return bank.only_row(ORIGINAL_ROW), np.zeros(self.cfg.eval.num_envs, np.int32)
+        return bank.only_row(ORIGINAL_ROW), np.zeros(self.cfg.eval.envs_per_agent, np.int32)
 
     # ----------------------------------------------------------------------------------------- its work
     def start(self) -> None:

@@ -101,7 +101,7 @@ def describe_groups(settings, schedule: str = "auto") -> str:
         estimate = memory_estimate(RunParts.of(cfgs[0]), agents)
         total = max(total, estimate["total"])
         name = program_of(group[0], cfgs[0])[0] if len(group) > 1 else group[0]
-        lines.append(f"  {name:<12}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.num_envs:>11,}"
+        lines.append(f"  {name:<12}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.envs_per_agent:>11,}"
                      f"{sum(c.bank_rows for c in cfgs):>10}{estimate['total'] / 1e9:>9.2f}GB  {', '.join(group)}")
         line = devices_line(agents, cfg0.ppo.num_envs, cfg0.execution.shard, label=f"{name}: ")
         devices.append(f"devices ({name}): {line}")
