@@ -62,7 +62,7 @@ def _study(schedule: str, out: Path, base_url: str, cache: Path | None) -> float
         env.update(JAX_COMPILATION_CACHE_DIR=str(cache), XLA_FLAGS=TEST_XLA_FLAGS)
     sets = [*SETTINGS, f"llm.base_url={base_url}"]
     cmd = [sys.executable, "-m", "envgen_jax.cli", "study", "--config", str(ROOT / "configs" / "smoke.yaml"),
-           "--methods", ",".join(METHODS), "--seeds", str(SEEDS), "--schedule", schedule, "--out", str(out),
+           "--methods", ",".join(METHODS), "--seeds", str(SEEDS), "--grouping", schedule, "--out", str(out),
            *sum([["--set", s] for s in sets], [])]
     start = time.perf_counter()
     result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)

@@ -194,7 +194,7 @@ class RunConfig:
 
     @property
     def trainer_ppo(self) -> TrainerConfig:
-        return TrainerConfig(self.ppo, self.network, self.execution, num_seeds=self.num_agents, seed=self.seed)
+        return TrainerConfig(self.ppo, self.network, self.execution, num_agents=self.num_agents, seed=self.seed)
 
     @property
     def num_agents(self) -> int:

@@ -145,7 +145,7 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, toy_module
     root, settings, *_ = fused_and_alone
     out = tmp_path / "study"
     failing = ScriptedClient([_respond(toy_module), RuntimeError("the LLM server is down")])
-    assert run_study(settings, out, llm_client=failing, schedule="fused") == 2
+    assert run_study(settings, out, llm_client=failing, grouping="fused") == 2
     err = capsys.readouterr().err
     assert "error: envgen failed" in err, err
     study = json.loads((out / "study.json").read_text())
@@ -155,7 +155,7 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, toy_module
         assert _outputs(out / m) == _outputs(root / "fused" / m), m
     # The same command again: envgen alone, resumed from its last checkpoint, ends as in the fused run (its losses
     # as test_fused_agents_equal_the_runs_alone bounds them: envgen now trains at 2 agents, not 8).
-    assert run_study(settings, out, llm_client=ScriptedClient(default=_respond(toy_module)), schedule="fused") == 0
+    assert run_study(settings, out, llm_client=ScriptedClient(default=_respond(toy_module)), grouping="fused") == 0
     a, b = _outputs(out / "envgen"), _outputs(root / "fused" / "envgen")
     assert a["report"] == b["report"] and a["designs"] == b["designs"]
     assert np.max(np.abs(_losses(a["metrics"]) - _losses(b["metrics"]))) <= LOSS_BOUND
@@ -174,7 +174,7 @@ def test_a_fused_study_gives_the_same_results_without_program_reuse(fused_and_al
     root, settings, fused, *_ = fused_and_alone
     monkeypatch.setenv("ENVGEN_JAX_REUSE_PROGRAMS", "0")
     out = tmp_path / "study"
-    assert run_study(settings, out, llm_client=ScriptedClient(default=_respond(toy_module)), schedule="fused") == 0
+    assert run_study(settings, out, llm_client=ScriptedClient(default=_respond(toy_module)), grouping="fused") == 0
     for m in METHODS:
         assert _outputs(out / m) == _outputs(root / "fused" / m), m
     sessions = [json.loads(line) for line in (out / "ppo" / "sessions.jsonl").read_text().splitlines()]
@@ -183,7 +183,7 @@ def test_a_fused_study_gives_the_same_results_without_program_reuse(fused_and_al
 
 @pytest.mark.slow
 def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(toy, tmp_path):
-    """`envgen-jax study --schedule fused` killed mid-run, then the same command: every method's outputs are those of
+    """`envgen-jax study --grouping fused` killed mid-run, then the same command: every method's outputs are those of
     the uninterrupted fused run (made here with the same settings and designs). On the toy game (its package given
     to the CLI's process as tests/test_multiprocess.py does), whose programs compile in seconds; a checkpoint after
     every chunk keeps each chunk long enough to be killed in the middle of the run."""
@@ -204,7 +204,7 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(to
                     llm_client=ScriptedClient(default=respond)).run()
     with FakeOpenAIServer(lambda request: (200, completion_body(respond(request)), {})) as server:
         args = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", ",".join(METHODS),
-                "--schedule", "fused", *sum([["--set", s] for s in [*sets, f"llm.base_url={server.base_url}"]], [])]
+                "--grouping", "fused", *sum([["--set", s] for s in [*sets, f"llm.base_url={server.base_url}"]], [])]
         cmd = [sys.executable, "-c", CHILD, str(tmp_path / "packages"), *args]
         env = {**os.environ, "JAX_PLATFORMS": "cpu"}
         killed = tmp_path / "killed"

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = tiny_run(seeds=None, cycles=1, llm_env_steps=512, final_steps=2048, llm_episode_length=32)
 # One method after another (a fused study: tests/test_fused.py).
 ARGS = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", "ppo,random", "--seeds", "2",
-        "--schedule", "sequential",
+        "--grouping", "sequential",
         *sum([["--set", s] for s in TINY], [])]
 # What may differ between two builds of the same study: time taken, and which sessions ran where.
 VARYING = ("llm_seconds", "train_seconds", "wall_seconds", "sessions", "steps_per_second")

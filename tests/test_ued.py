@@ -153,7 +153,7 @@ def test_row_scores_are_per_row_means():
 
 
 def test_trainer_with_sampled_rows_follows_probs_without_retrace():
-    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_seeds=2))
+    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_agents=2))
     probs = jnp.asarray([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.25, 0.75]])  # per seed
     ts = trainer.init(SKILL_BANK, RowSampler(probs))
     ts, m = trainer.train_chunk(ts, SKILL_BANK, RowSampler(probs), num_updates=6)
@@ -173,10 +173,10 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
     from envgen_jax.envs.vector import SampledVecState
     from envgen_jax.schema import ConfigError
     from envgen_jax.trainer.checkpoint import save_checkpoint
-    env, cfg = probes.DiscountEnv(), dataclasses.replace(TINY, num_seeds=2)  # 2-step episodes: many refreshes
+    env, cfg = probes.DiscountEnv(), dataclasses.replace(TINY, num_agents=2)  # 2-step episodes: many refreshes
     bank = probes.make_bank([[1.0, 0.0], [0.5, 0.0]], shifts=[0, 0])
     fixed = np.zeros(cfg.ppo.num_envs, np.int32)
-    for level_sampler, drawn in ((None, RowSampler.one_row(fixed, 2, cfg.num_seeds)),
+    for level_sampler, drawn in ((None, RowSampler.one_row(fixed, 2, cfg.num_agents)),
                                  (ls.LevelSampler(capacity=2), Replay.held([1.0, 0.0]))):
         trainer = make_trainer(env, cfg, level_sampler=level_sampler)
         a, ma = trainer.train_chunk(trainer.init(bank, fixed), bank, fixed, num_updates=4)
@@ -198,7 +198,7 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
         restored = trainer.restore(path, bank, drawn)
         env_state, saved = trainer.agent_state(restored).env_state, trainer.agent_state(a).env_state
         assert isinstance(env_state, SampledVecState) and (np.asarray(env_state.row) == 0).all()
-        assert env_state.row.shape == env_state.spare_row.shape == (cfg.num_seeds, cfg.ppo.num_envs)
+        assert env_state.row.shape == env_state.spare_row.shape == (cfg.num_agents, cfg.ppo.num_envs)
         assert_trees_equal([getattr(env_state, f.name) for f in dataclasses.fields(saved)],
                            [getattr(saved, f.name) for f in dataclasses.fields(saved)])
         assert_trees_equal(jax.device_get(trainer.agent_state(restored).replace(env_state=None)),
@@ -209,7 +209,7 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
         trainer.train_chunk(restored, bank, drawn, num_updates=4)  # and trains on, in the drawn layout's program
         assert trainer.trace_counts["train_chunk"] == traces
         with pytest.raises(ConfigError, match="ran fixed rows, and this phase draws its rows from several"):
-            trainer.restore(path, bank, RowSampler(jnp.full((cfg.num_seeds, 2), 0.5)) if level_sampler is None
+            trainer.restore(path, bank, RowSampler(jnp.full((cfg.num_agents, 2), 0.5)) if level_sampler is None
                             else Replay.held([0.5, 0.5]))
 
 
@@ -356,7 +356,7 @@ def test_sfl_selection_concentrates_on_the_learnable_row():
     from envgen_jax.trainer import learnability as sfl
     from envgen_jax.trainer.evaluate import make_evaluator
     bank = probes.make_bank([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]], shifts=[0, 2, 1, 3])
-    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_seeds=2))
+    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_agents=2))
     ts = trainer.init(bank, jnp.zeros(N, jnp.int32))
     evaluator = make_evaluator(trainer, num_envs=3 * 16, episodes_per_env=1, max_steps=4)
     m = sfl.measure(evaluator, ts.params, bank, [1, 2, 3], 16, jax.random.PRNGKey(0), np.zeros((2, 1), bool))

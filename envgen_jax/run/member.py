@@ -1,7 +1,7 @@
 """One method's run inside the driver (`run.loop.EnvGenRun`): its configuration, run directory, plan, LoopState,
 method, design step, records and checkpoints, and where its agents sit on the trainer's agent axis.
 
-A run of one method is one member holding every agent. A fused study (`study --schedule fused`) drives several
+A run of one method is one member holding every agent. A fused study (`study --grouping fused`) drives several
 members over one trainer: member m's agents are the slice [m * S, (m + 1) * S) of the agent axis, and its bank rows
 the block [m * K, (m + 1) * K) of the concatenated bank, so each member sees its metrics, evaluation and TrainState
 exactly as its run alone would (`metrics`, `train_state`), and writes exactly that run's files in its own directory.

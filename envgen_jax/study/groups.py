@@ -1,4 +1,5 @@
-"""Which methods of a study train as one program (`study --schedule fused`): the groups, and the schedule's rule.
+"""Which methods of a study train as one program (`study --grouping fused`): the groups, and the grouping's rule
+(a run's `schedule` is its phases; the study's `--grouping`, called `--schedule` before, which runs share a program).
 
 Each method names its program family (`Method.PROGRAM`), and the groups follow from it: methods of one family whose
 evaluations fall at the same training updates share one compiled chunk, their agents side by side on one agent axis
@@ -17,12 +18,12 @@ from envgen_jax import methods as registry
 from envgen_jax.methods.base import PAPER_LOOP
 from envgen_jax.run.plan import build_plan
 
-__all__ = ["PAPER_LOOP", "SCHEDULES", "describe_groups", "groups", "memory_estimate", "program_of", "resolve_schedule"]
+__all__ = ["GROUPINGS", "PAPER_LOOP", "describe_groups", "groups", "memory_estimate", "program_of", "resolve_grouping"]
 
-SCHEDULES = ("auto", "fused", "sequential")
+GROUPINGS = ("auto", "fused", "sequential")
 # `auto` on a CPU: which of the two benchmarks/study_fused.py measured faster there (benchmarks/results/
 # study_fused_cpu.json); on a GPU or TPU always fused (one program fills the chip that many would leave idle).
-CPU_SCHEDULE = "fused"
+CPU_GROUPING = "fused"
 
 
 def program_of(method: str, cfg) -> tuple:
@@ -39,19 +40,19 @@ def program_of(method: str, cfg) -> tuple:
     return family, tuple(evaluations)
 
 
-def resolve_schedule(schedule: str, backend: str | None = None) -> str:
-    """`fused` or `sequential` for `--schedule` (auto: fused on a GPU or TPU, CPU_SCHEDULE on a CPU)."""
-    if schedule not in SCHEDULES:
-        raise ValueError(f"--schedule: {schedule!r} is not one of {', '.join(SCHEDULES)}")
-    if schedule != "auto":
-        return schedule
-    return CPU_SCHEDULE if (backend or jax.default_backend()) == "cpu" else "fused"
+def resolve_grouping(grouping: str, backend: str | None = None) -> str:
+    """`fused` or `sequential` for `--grouping` (auto: fused on a GPU or TPU, CPU_GROUPING on a CPU)."""
+    if grouping not in GROUPINGS:
+        raise ValueError(f"--grouping: {grouping!r} is not one of {', '.join(GROUPINGS)}")
+    if grouping != "auto":
+        return grouping
+    return CPU_GROUPING if (backend or jax.default_backend()) == "cpu" else "fused"
 
 
-def groups(settings, schedule: str = "fused") -> list[list[str]]:
+def groups(settings, grouping: str = "fused") -> list[list[str]]:
     """The study's methods in the groups that train as one program each, in the study's order (by each group's
     first method); `sequential`: every method on its own."""
-    if resolve_schedule(schedule) == "sequential":
+    if resolve_grouping(grouping) == "sequential":
         return [[m] for m in settings.methods]
     by_program: dict[tuple, list[str]] = {}
     for m in settings.methods:
@@ -83,16 +84,16 @@ def memory_estimate(parts, agents: int) -> dict:
     return {"state_per_agent": state, "update_per_agent": update, "total": agents * state + updates_at_once * update}
 
 
-def describe_groups(settings, schedule: str = "auto") -> str:
+def describe_groups(settings, grouping: str = "auto") -> str:
     """The study's programs as `study --dry-run` prints them: per group its methods, agents, env slots, bank rows and
     the estimated memory, and how its agents spread over the devices (`trainer.sharding.describe`)."""
     from envgen_jax.run.parts import RunParts
     from envgen_jax.trainer.sharding import devices_line
 
-    chosen = resolve_schedule(schedule)
+    chosen = resolve_grouping(grouping)
     cfg0 = settings.run_config(settings.methods[0])
-    lines = [f"Study of {len(settings.methods)} methods x {cfg0.seeds} seeds on {cfg0.env}, schedule {chosen}"
-             + (f" (auto on {jax.default_backend()})" if schedule == "auto" else "") + ":", "",
+    lines = [f"Study of {len(settings.methods)} methods x {cfg0.seeds} seeds on {cfg0.env}, grouping {chosen}"
+             + (f" (auto on {jax.default_backend()})" if grouping == "auto" else "") + ":", "",
              f"  {'program':<12}{'agents':>7}{'env slots':>11}{'eval slots':>11}{'bank rows':>10}{'memory':>11}  methods"]
     total, devices = 0, []
     for group in groups(settings, chosen):

@@ -29,10 +29,10 @@ from envgen_jax.study.settings import StudySettings, reconcile, save_settings
 
 
 def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], None] = print,
-              llm_client: Any = None, schedule: str = "auto") -> int:
+              llm_client: Any = None, grouping: str = "auto") -> int:
     """Run (resume, reuse) every method's run, then write the comparison. Returns 0, or 2 if a method failed.
-    schedule: `fused` (the methods of one program trained as one run: `study.groups`), `sequential` (one method
-    after another) or `auto` (`groups.resolve_schedule`)."""
+    grouping: `fused` (the methods of one program trained as one run: `study.groups`), `sequential` (one method
+    after another) or `auto` (`groups.resolve_grouping`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = reconcile(settings, out)
@@ -40,8 +40,8 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
     if lead:
         save_settings(settings, out / "study.yaml")
     errors: dict[str, str] = {}
-    plan = groups(settings, schedule)
-    for i, group in enumerate(plan):
+    program_groups = groups(settings, grouping)
+    for i, group in enumerate(program_groups):
         try:
             trained, failed = run_group(settings, group, out, log, llm_client)
         except Exception as e:  # noqa: BLE001 -- one failed group must not lose the others
@@ -56,7 +56,7 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
         for method, (error, details) in failed.items():
             print(f"error: {method} failed ({error}); its checkpoints are kept, and rerunning the same command "
                   f"retries it (traceback in {log_traceback(out, f'{method} failed', details)})", file=sys.stderr)
-        if trained and i < len(plan) - 1:
+        if trained and i < len(program_groups) - 1:
             try:  # partial results, readable while the next methods train
                 write_comparison(out, settings, errors)
             except Exception as e:  # noqa: BLE001 -- the runs matter more than their comparison, rebuilt at the end
