@@ -410,6 +410,21 @@ def test_a_sweep_section_trains_every_combination_in_one_run(toy, tmp_path):
         resolve(ROOT / "configs" / "smoke.yaml", ["ppo"], overrides=["sweep.lr=[0.001, 0.002]"])
 
 
+def test_an_older_name_still_reads_into_todays(tmp_path):
+    """`eval.num_envs` (a name `ppo.num_envs` also had) is `eval.envs_per_agent` today: a file written with it reads,
+    a problem is named by the key written, a --set of today's key wins, and one file giving both must agree."""
+    (tmp_path / "old.yaml").write_text("extends: " + str(ROOT / "configs" / "smoke.yaml") + "\neval: {num_envs: 6}\n")
+    assert load_run_config(tmp_path / "old.yaml").eval.envs_per_agent == 6
+    assert load_run_config(tmp_path / "old.yaml", ["eval.num_envs=3"]).eval.envs_per_agent == 3
+    with pytest.raises(ConfigError) as e:
+        load_run_config(None, ["eval.num_envs=0"])
+    assert e.value.problems == ["eval.num_envs: 0 is below the minimum 1"]
+    assert load_run_config(tmp_path / "old.yaml", ["eval.envs_per_agent=5"]).eval.envs_per_agent == 5  # --set wins
+    (tmp_path / "both.yaml").write_text("eval: {num_envs: 6, envs_per_agent: 5}\n")
+    with pytest.raises(ConfigError, match="eval.num_envs: 6 differs from eval.envs_per_agent = 5"):
+        load_run_config(tmp_path / "both.yaml")
+
+
 def test_configs_extend_a_base_section_by_section(tmp_path):
     """`extends:` reads the base first and lays the file over it key by key; bad chains are named."""
     (tmp_path / "base").mkdir()

@@ -16,10 +16,11 @@ same report as an uninterrupted one. `Callbacks.section(name)` wraps each part o
 "evaluate", "checkpoint"), for benchmarks that time them.
 
 The driver trains one or several members (`run.member.Member`: one method's plan, state, records and run directory)
-over one trainer, made once for the group. A run is a group of one member; a fused study (`EnvGenRun.group`) puts several methods of one program on the
-agent axis (methods x seeds), aligned by training updates: each chunk trains every member in its own phase's rows
-(the banks concatenated, each member's rows offset into its block), resets only the agents of members that start a
-phase, and each member does its host work (design, evaluation, checkpoints) at its own phase boundaries.
+over one trainer, made once for the group. A run is a group of one member; a fused study (`EnvGenRun.group`) puts
+several methods of one program on the agent axis (methods x seeds), aligned by training updates: each chunk trains
+every member in its own phase's rows (the banks concatenated, each member's rows offset into its block), resets only
+the agents of members that start a phase, and each member does its host work (design, evaluation, checkpoints) at
+its own phase boundaries.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from envgen_jax.run.loop_state import (Evaluation, LoopState, accumulate_env_lea
                                        load_loop_state)
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, train_updates
-from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, saved_steps
+from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint, saved_steps
 from envgen_jax.trainer.evaluate import report_from_stats
 from envgen_jax.trainer.train import select_seeds
 
@@ -214,13 +214,21 @@ class Member:
 
 
 def checkpoints_by_steps(out: Path) -> list[tuple[int, int, Path]]:
-    """(env steps per seed, step number, path) of every complete checkpoint of run directory `out`, oldest first."""
+    """(env steps per seed, step number, path) of every complete checkpoint of run directory `out`, oldest first; a
+    run directory of the older layout (`trainer.checkpoint`, read only) gives its newest, as step -1."""
     directory = (Path(out) / "checkpoints").absolute()
     if not directory.is_dir():
         return []
-    found = [(int(load_metadata(directory / str(s))["loop"]["env_steps"]), s, directory / str(s))
-             for s in saved_steps(directory)]
+    steps = saved_steps(directory)
+    found = [(_env_steps(directory / str(s)), s, directory / str(s)) for s in steps]
+    newest = newest_checkpoint(directory)
+    if newest is not None and not steps:  # the older layout's, before any of today's
+        found.append((_env_steps(newest), -1, newest))
     return sorted(found, key=lambda x: x[1])
+
+
+def _env_steps(checkpoint: Path) -> int:
+    return int(load_metadata(checkpoint)["loop"]["env_steps"])
 
 
 def common_checkpoints(found: list[list[tuple[int, int, Path]]]) -> list[Path | None]:
