@@ -185,7 +185,7 @@ def recipe_config(name: str, seeds: int) -> tuple[TrainerConfig, list[int], dict
     points = max((len(v) for v in grid.values()), default=1)
     agent_seeds = [s for _ in range(points) for s in range(seeds)]
     hparams = {k: [v[i] for i in range(points) for _ in range(seeds)] for k, v in grid.items()}
-    return dataclasses.replace(cfg, num_seeds=len(agent_seeds)), agent_seeds, hparams
+    return dataclasses.replace(cfg, num_agents=len(agent_seeds)), agent_seeds, hparams
 
 
 def observation(name: str) -> str:

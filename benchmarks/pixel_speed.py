@@ -117,7 +117,7 @@ def measure(args, cfg, env, bank, rows, variant, seeds, result, save):
     dense = axis == "dense"  # the seeds vmapped, each convolution a matrix product (execution.conv_as_matmul)
     execution = dataclasses.replace(cfg.execution, seed_axis="vmap" if dense else axis, conv_as_matmul=dense,
                                     compute_dtype=dtype)
-    ppo = dataclasses.replace(cfg.trainer_ppo, execution=execution, num_seeds=seeds)
+    ppo = dataclasses.replace(cfg.trainer_ppo, execution=execution, num_agents=seeds)
     trainer = make_trainer(env, ppo)
     ts = trainer.init(bank, rows)
     parts = Parts(trainer, bank, rows, args.eval_steps)

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import ROOT, RESULTS, markdown_table  # noqa: E402
 from envgen_jax.trainer.metrics import nan_to_none  # noqa: E402
+from tests.trainer_configs import tiny_run  # noqa: E402
 
 METHODS = ("ppo", "envgen", "fixed", "easy_to_hard", "adversarial")
 # The paper's numbers (Crafter, 1M scored steps after 0.96M steps of pretraining; mean +/- std over seeds).
@@ -62,12 +63,7 @@ PAPER = {
 SMOKE_NOTE = ("SMOKE TEST (--cpu-tiny): tiny sizes and a scripted stand-in for the LLM; it checks that the "
               "machinery runs. These numbers are not results and say nothing about the paper.")
 # Each method's whole protocol, shrunk for a CPU smoke test (every phase and output still runs).
-TINY = [
-    "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
-    "schedule.final_steps=512", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",
-    "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
-    "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
-]
+TINY = tiny_run(quiet=())
 QUIET = ["output.progress=false", "output.tensorboard=false"]
 META = "reproduce_meta.json"
 

@@ -58,6 +58,7 @@ from benchmarks.common import (CPU_NOTE, ROOT, RESULTS, CompileTimer, designer_c
                                disable_persistent_cache, format_table, platform_tag, result_path, save_merged,
                                write_text_atomic)
 from envgen_jax.run.compile_cache import configure_compile_cache  # noqa: E402
+from tests.trainer_configs import QUIET, tiny_run  # noqa: E402
 
 PARTS = ("envs", "training", "e2e")
 GPU_DEFAULTS = {"envs": [1024, 4096, 16384], "seeds": [1, 8, 16, 32], "env_steps": 128, "repeats": 3,
@@ -65,13 +66,8 @@ GPU_DEFAULTS = {"envs": [1024, 4096, 16384], "seeds": [1, 8, 16, 32], "env_steps
 TINY_DEFAULTS = {"envs": [8, 32], "seeds": [1, 2], "env_steps": 8, "repeats": 1, "train_steps": 8,
                  "train_updates": 1, "width": 32}
 # The protocol shrunk so that a CPU runs it in seconds (2 cycles, every phase, every output).
-TINY_E2E = [
-    "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256", "schedule.final_steps=512",
-    "schedule.envs_per_call=2", "schedule.llm_episode_length=64", "schedule.updates_per_chunk=1", "ppo.num_envs=8",
-    "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1",
-    "eval.num_envs=4", "eval.max_steps=120",
-]
-E2E_QUIET = ["output.progress=false", "output.pictures=false", "output.tensorboard=false"]
+TINY_E2E = tiny_run(seeds=None, quiet=())
+E2E_QUIET = list(QUIET)
 # Issue 44's aims on one GPU: the paper's protocol with 16 seeds cold and with a warm compilation cache, training
 # throughput at 16384 envs; and the first GPU round's ratios.
 AIMS = {"e2e_wall_s_16_seeds_cold": 120.0, "e2e_wall_s_16_seeds_warm": 60.0, "train_sps_at_16384": 1_000_000.0,
@@ -394,7 +390,7 @@ def e2e_header(args) -> dict:
                 "updates_per_chunk": s.updates_per_chunk, "num_envs": p.num_envs, "num_steps": p.num_steps,
                 "update_epochs": p.update_epochs, "num_minibatches": p.num_minibatches,
                 "network": cfg.network.kind, "width": getattr(cfg.network.encoder, "width", None),
-                "depth": getattr(cfg.network.encoder, "depth", None), "eval_num_envs": cfg.eval.num_envs, "eval_max_steps": cfg.eval.max_steps,
+                "depth": getattr(cfg.network.encoder, "depth", None), "eval_num_envs": cfg.eval.envs_per_agent, "eval_max_steps": cfg.eval.max_steps,
                 "checkpoint_minutes": cfg.output.checkpoint_minutes, "llm": args.llm}
     return {"benchmark": "e2e", "settings": protocol,
             "definition": "wall_s: from building EnvGenRun to its written report, compile included (persistent "

@@ -129,7 +129,7 @@ def chunk_loops(variant: str):
     tiny = ["network.conv.channels=[4,8]", "network.conv.width=16", "network.conv.head_width=32"]
     cfg = load_run_config(WIDE, [*tiny, f"game_options.step_loops={variant}"])
     env = games.get(cfg.env).make_env(cfg.observation, cfg.game_options)
-    trainer = make_trainer(env, dataclasses.replace(cfg.trainer_ppo, num_seeds=2))
+    trainer = make_trainer(env, dataclasses.replace(cfg.trainer_ppo, num_agents=2))
     bank = make_params([CrafterConfig.original()] * 4)
     layouts = {"fixed": np.zeros(cfg.ppo.num_envs, np.int32), "drawn": RowSampler(np.full(4, 0.25, np.float32))}
     for layout, rows in layouts.items():

@@ -35,20 +35,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import RESULTS, ROOT, environment, write_text_atomic  # noqa: E402
+from tests.trainer_configs import tiny_run  # noqa: E402
 
 OUT = RESULTS / "study_fused_cpu.json"
 METHODS = ("ppo", "envgen", "random", "scripted")
 SEEDS = 2
 # Small: the golden runs' shapes (tests/golden.py, tests/test_fused.py), so that with --cache the test suite's
 # persistent cache (and its XLA flags, tests/conftest.py) serves the programs.
-SETTINGS = [
-    "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
-    "schedule.final_steps=512", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",
-    "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
-    "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
-    "output.progress=false", "output.pictures=false", "output.tensorboard=false",
-    "llm.backend=openai", "llm.model=fake", "llm.max_retries=0",
-]
+SETTINGS = [*tiny_run(seeds=None), "llm.backend=openai", "llm.model=fake", "llm.max_retries=0"]
 TEST_XLA_FLAGS = "--xla_backend_optimization_level=1"  # tests/conftest.py's
 
 
@@ -68,7 +62,7 @@ def _study(schedule: str, out: Path, base_url: str, cache: Path | None) -> float
         env.update(JAX_COMPILATION_CACHE_DIR=str(cache), XLA_FLAGS=TEST_XLA_FLAGS)
     sets = [*SETTINGS, f"llm.base_url={base_url}"]
     cmd = [sys.executable, "-m", "envgen_jax.cli", "study", "--config", str(ROOT / "configs" / "smoke.yaml"),
-           "--methods", ",".join(METHODS), "--seeds", str(SEEDS), "--schedule", schedule, "--out", str(out),
+           "--methods", ",".join(METHODS), "--seeds", str(SEEDS), "--grouping", schedule, "--out", str(out),
            *sum([["--set", s] for s in sets], [])]
     start = time.perf_counter()
     result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)

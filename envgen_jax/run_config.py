@@ -59,8 +59,8 @@ class ScheduleConfig(Declared):
 class EvalConfig(Declared):
     """Evaluation in the original environment after every cycle (the LLM's feedback) and at the end."""
 
-    num_envs: int = bounded(64, minimum=1)
-    """evaluation environments per seed"""
+    envs_per_agent: int = bounded(64, minimum=1)
+    """evaluation environments per agent (the older `eval.num_envs`: `ppo.num_envs` is the training's)"""
     episodes_per_env: int = bounded(1, minimum=1)
     """episodes counted per evaluation environment"""
     max_steps: int = bounded(10_000, minimum=1)
@@ -194,7 +194,7 @@ class RunConfig:
 
     @property
     def trainer_ppo(self) -> TrainerConfig:
-        return TrainerConfig(self.ppo, self.network, self.execution, num_seeds=self.num_agents, seed=self.seed)
+        return TrainerConfig(self.ppo, self.network, self.execution, num_agents=self.num_agents, seed=self.seed)
 
     @property
     def num_agents(self) -> int:
@@ -339,6 +339,7 @@ def _heist_mode(data: dict, key: str, value: Any, problems: list[str]):
 
 OLD_KEYS = {  # old path -> new path, or the rule that finds it; in this order (the kind before `ppo.width`)
     "heist_mode": _heist_mode,
+    "eval.num_envs": "eval.envs_per_agent",  # one name for one thing: `ppo.num_envs` is the training's
     "ued.*": _ued_key,
     "llm.*": llm_settings.flat_key,
     "ppo.network": "network.kind",

@@ -22,19 +22,15 @@ import shutil
 import sys
 from pathlib import Path
 
+from tests.trainer_configs import tiny_run
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
 OLD_RUN = GOLDEN / "old_run"
 OLD_SFL_RUN = GOLDEN / "old_sfl_run"
 OLD_SFL_CHECKPOINTS = 3
 
-TINY = [
-    "seeds=2", "schedule.cycles=2", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
-    "schedule.final_steps=512", "schedule.envs_per_call=2", "schedule.llm_episode_length=64",
-    "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
-    "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
-    "output.progress=false", "output.pictures=false", "output.tensorboard=false",
-]
+TINY = tiny_run()  # the recording's settings, in today's keys
 LLM = ["llm.backend=openai", "llm.model=fake", "llm.max_retries=0"]
 CASES = {  # name -> overrides of configs/smoke.yaml
     "random": TINY + ["method=random"],

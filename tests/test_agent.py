@@ -47,7 +47,7 @@ def _train(trainer, ts, bank, rows, updates):
 def memory_trainer():
     """One compiled recurrent trainer (GRU, value normalisation) on the cue-memory probe, shared by the tests."""
     env = probes.CueMemoryEnv()
-    trainer = make_trainer(env, with_ppo(dataclasses.replace(RECURRENT, num_seeds=2), value_norm=True))
+    trainer = make_trainer(env, with_ppo(dataclasses.replace(RECURRENT, num_agents=2), value_norm=True))
     return trainer, probes.make_bank([1.0]), jnp.zeros(N, jnp.int32)
 
 
@@ -104,7 +104,7 @@ def test_recurrent_rollout_is_what_training_replays(memory_trainer):
 
 def test_only_a_recurrent_policy_solves_the_memory_probe(memory_trainer):
     trainer, bank, rows = memory_trainer
-    ff = make_trainer(probes.CueMemoryEnv(), dataclasses.replace(FEED_FORWARD, num_seeds=2))
+    ff = make_trainer(probes.CueMemoryEnv(), dataclasses.replace(FEED_FORWARD, num_agents=2))
     rates = {}
     for name, tr in (("gru", trainer), ("mlp", ff)):
         ts, _ = _train(tr, tr.init(bank, rows), bank, rows, 150)
@@ -143,7 +143,7 @@ def test_a_sweep_row_equals_a_run_with_those_values():
     exactly as a run of its own with those values in the config (same program shape, so bit for bit)."""
     env = probes.BanditEnv()
     bank, rows = probes.make_bank([1.0]), jnp.zeros(N, jnp.int32)
-    base = dataclasses.replace(with_ppo(FEED_FORWARD, num_minibatches=2), num_seeds=2)
+    base = dataclasses.replace(with_ppo(FEED_FORWARD, num_minibatches=2), num_agents=2)
     sweep = make_trainer(env, base)
     ts = sweep.init(bank, rows, seeds=[4, 4], hparams={"lr": [3e-3, 1e-3], "gamma": [0.9, 0.5], "ent_coef": 0.0})
     assert sweep.trace_counts["init"] == 1
@@ -163,7 +163,7 @@ def test_a_sweep_row_equals_a_run_with_those_values():
 
 
 def test_sweep_values_are_checked():
-    trainer = make_trainer(probes.BanditEnv(), dataclasses.replace(FEED_FORWARD, num_seeds=2))
+    trainer = make_trainer(probes.BanditEnv(), dataclasses.replace(FEED_FORWARD, num_agents=2))
     with pytest.raises(ConfigError, match="hparams.lr: 3 values for 2 agents"):
         trainer.hparams({"lr": [1e-3, 2e-3, 3e-3]}, count=2)
     with pytest.raises(ConfigError, match="width cannot vary per agent"):

@@ -354,7 +354,7 @@ def test_agent_benchmark_writes_windows_table_and_plot(tiny_agent_benchmark, tmp
     tiny = data["summaries"][0]
     assert set(tiny["windows"]) == {"first", "last"} and len(tiny["windows"]["last"]["score_per_seed"]) == 4
     row = data["rows"][0]
-    assert row["ppo"]["ppo"]["value_norm"] is True and row["ppo"]["num_seeds"] == 4  # written out in full
+    assert row["ppo"]["ppo"]["value_norm"] is True and row["ppo"]["num_agents"] == 4  # written out in full
     # the windows pool exactly the episodes of their chunks (32 steps per chunk and agent)
     eps = np.sum([c["episodes"] for c in row["chunks"][2:4]], axis=0)
     assert tiny["windows"]["last"]["episodes_per_seed"] == eps.tolist()

@@ -140,7 +140,7 @@ def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path, capsys):
 
     overrides = ["seeds=3", "schedule.feedback=per_seed", "schedule.mixing=mixed", "schedule.original_share=0.25",
                  "ppo.num_envs=8", "ppo.num_steps=32", "schedule.updates_per_chunk=2", "network.mlp.width=64",
-                 "network.mlp.depth=2", "eval.num_envs=8", "schedule.final_steps=1000"]
+                 "network.mlp.depth=2", "eval.envs_per_agent=8", "schedule.final_steps=1000"]
     out = tmp_path / "run"
     assert main(["train", "--config", SMOKE, "--set", *overrides, "--out", str(out), "--dry-run"]) == 0
     text = capsys.readouterr().out

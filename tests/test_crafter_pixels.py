@@ -64,7 +64,7 @@ def _conv_config(how: str) -> TrainerConfig:
     return TrainerConfig(PPOAlgorithm(num_envs=4, num_steps=8, update_epochs=1, num_minibatches=2),
                          NetworkConfig(kind="conv", conv=ConvNet(width=32, channels=(8,), res_blocks=1)),
                          ExecutionConfig(seed_axis="vmap" if how == "dense" else how, conv_as_matmul=how == "dense"),
-                         num_seeds=2)
+                         num_agents=2)
 
 
 def _train_conv(env, how: str, bank, rows, seeds=None):

@@ -60,7 +60,7 @@ def fused_and_alone(toy_module, tmp_path_factory):
     root = tmp_path_factory.mktemp("fused")
     settings = _settings()
     client = lambda: ScriptedClient(default=_respond(toy_module))  # noqa: E731
-    fused = EnvGenRun.fused([(settings.run_config(m), root / "fused" / m) for m in METHODS], llm_client=client())
+    fused = EnvGenRun.group([(settings.run_config(m), root / "fused" / m) for m in METHODS], llm_client=client())
     reports = fused.run()
     alone = {}
     for m in METHODS:
@@ -76,6 +76,27 @@ def test_the_paper_loop_is_one_program_and_level_replay_its_own():
     assert program_of("ppo", settings.run_config("ppo"))[0] == PAPER_LOOP
     assert groups(settings, "fused") == [["ppo", "envgen", "random"], ["plr"], ["sfl"], ["envgen_sfl"]]
     assert groups(settings, "sequential") == [[m] for m in settings.methods]
+
+
+# What the driver does around a chunk of one program: a method of the paper loop's family leaves all of it to the base
+# class, so that its runs differ from the family's others in data only.
+_PROGRAM_HOOKS = ("bank_and_rows", "before_phase", "before_chunk", "chunk_record", "after_chunk", "after_phase")
+
+
+def test_the_methods_of_the_paper_loop_keep_to_its_program():
+    """Groups follow from what each method declares (`Method.PROGRAM`); a method that declares the paper loop
+    overrides none of the hooks around its chunks, has no level sampler and draws no rows on the device."""
+    from envgen_jax import methods
+    from envgen_jax.methods.base import Method
+
+    settings = resolve(ROOT / "configs" / "smoke.yaml", list(methods.METHODS), overrides=SETTINGS)
+    family = [name for name, cls in methods.REGISTRY.items() if cls.PROGRAM == PAPER_LOOP]
+    assert set(family) == {"envgen", "ppo", "fixed", "easy_to_hard", "adversarial", "random", "scripted"}
+    for name in family:
+        cls, cfg = methods.get(name), settings.run_config(name)
+        assert [h for h in _PROGRAM_HOOKS if getattr(cls, h) is not getattr(Method, h)] == [], name
+        assert cls.level_sampler(cfg) is None, name
+        assert all(cls.sampled_rows(cfg, where) is None for where in ("llm", "original", "mixed", "final")), name
 
 
 def _losses(metrics: list[dict]) -> np.ndarray:
@@ -124,7 +145,7 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, toy_module
     root, settings, *_ = fused_and_alone
     out = tmp_path / "study"
     failing = ScriptedClient([_respond(toy_module), RuntimeError("the LLM server is down")])
-    assert run_study(settings, out, llm_client=failing, schedule="fused") == 2
+    assert run_study(settings, out, llm_client=failing, grouping="fused") == 2
     err = capsys.readouterr().err
     assert "error: envgen failed" in err, err
     study = json.loads((out / "study.json").read_text())
@@ -134,7 +155,7 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, toy_module
         assert _outputs(out / m) == _outputs(root / "fused" / m), m
     # The same command again: envgen alone, resumed from its last checkpoint, ends as in the fused run (its losses
     # as test_fused_agents_equal_the_runs_alone bounds them: envgen now trains at 2 agents, not 8).
-    assert run_study(settings, out, llm_client=ScriptedClient(default=_respond(toy_module)), schedule="fused") == 0
+    assert run_study(settings, out, llm_client=ScriptedClient(default=_respond(toy_module)), grouping="fused") == 0
     a, b = _outputs(out / "envgen"), _outputs(root / "fused" / "envgen")
     assert a["report"] == b["report"] and a["designs"] == b["designs"]
     assert np.max(np.abs(_losses(a["metrics"]) - _losses(b["metrics"]))) <= LOSS_BOUND
@@ -143,9 +164,26 @@ def test_a_failed_method_loses_no_other_and_is_named(fused_and_alone, toy_module
             "compiled program); envgen finished in a run of its own;") in (out / "study.md").read_text()
 
 
+def test_a_fused_study_gives_the_same_results_without_program_reuse(fused_and_alone, toy_module, tmp_path,
+                                                                    monkeypatch):
+    """ENVGEN_JAX_REUSE_PROGRAMS=0 (no trainer kept for the next run, `trainer.reuse`): the group's trainer is still
+    made once and handed to every member (it was looked up in that cache, and every method failed with "fused runs
+    must share one trainer"), and the study's runs are those of the fused run made with reuse on."""
+    from envgen_jax.study import run_study
+
+    root, settings, fused, *_ = fused_and_alone
+    monkeypatch.setenv("ENVGEN_JAX_REUSE_PROGRAMS", "0")
+    out = tmp_path / "study"
+    assert run_study(settings, out, llm_client=ScriptedClient(default=_respond(toy_module)), grouping="fused") == 0
+    for m in METHODS:
+        assert _outputs(out / m) == _outputs(root / "fused" / m), m
+    sessions = [json.loads(line) for line in (out / "ppo" / "sessions.jsonl").read_text().splitlines()]
+    assert sessions[-1]["fused_with"] == list(METHODS)
+
+
 @pytest.mark.slow
 def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(toy, tmp_path):
-    """`envgen-jax study --schedule fused` killed mid-run, then the same command: every method's outputs are those of
+    """`envgen-jax study --grouping fused` killed mid-run, then the same command: every method's outputs are those of
     the uninterrupted fused run (made here with the same settings and designs). On the toy game (its package given
     to the CLI's process as tests/test_multiprocess.py does), whose programs compile in seconds; a checkpoint after
     every chunk keeps each chunk long enough to be killed in the middle of the run."""
@@ -162,11 +200,11 @@ def test_kill_9_in_a_fused_study_then_the_same_command_gives_the_same_results(to
     sets = [*SETTINGS, "env=toy", "output.checkpoint_minutes=0"]
     settings = resolve(ROOT / "configs" / "smoke.yaml", METHODS, overrides=sets)
     whole = tmp_path / "whole"
-    EnvGenRun.fused([(settings.run_config(m), whole / m) for m in METHODS],
+    EnvGenRun.group([(settings.run_config(m), whole / m) for m in METHODS],
                     llm_client=ScriptedClient(default=respond)).run()
     with FakeOpenAIServer(lambda request: (200, completion_body(respond(request)), {})) as server:
         args = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", ",".join(METHODS),
-                "--schedule", "fused", *sum([["--set", s] for s in [*sets, f"llm.base_url={server.base_url}"]], [])]
+                "--grouping", "fused", *sum([["--set", s] for s in [*sets, f"llm.base_url={server.base_url}"]], [])]
         cmd = [sys.executable, "-c", CHILD, str(tmp_path / "packages"), *args]
         env = {**os.environ, "JAX_PLATFORMS": "cpu"}
         killed = tmp_path / "killed"
@@ -198,7 +236,7 @@ def test_with_the_seeds_mapped_fused_equals_alone_bit_for_bit(toy, tmp_path):
     settings = resolve(ROOT / "configs" / "smoke.yaml", METHODS,
                        overrides=[*SETTINGS, "env=toy", "execution.seed_axis=map"])
     client = lambda: ScriptedClient(default=auto_reply(toy.config_cls))  # noqa: E731
-    fused = EnvGenRun.fused([(settings.run_config(m), tmp_path / "fused" / m) for m in METHODS], llm_client=client())
+    fused = EnvGenRun.group([(settings.run_config(m), tmp_path / "fused" / m) for m in METHODS], llm_client=client())
     fused.run()
     for m in METHODS:
         alone = EnvGenRun(settings.run_config(m), tmp_path / "alone" / m, llm_client=client())

@@ -16,7 +16,7 @@ from envgen_jax.llm import Designer, LLMSettings
 from envgen_jax.llm.prompts import feedback_prompt, generation_prompt
 from envgen_jax.llm.settings import Strategy
 from envgen_jax.llm.testing import ScriptedClient, auto_reply
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP, Method
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.schema import ConfigError, Declared, bounded
 from tests import golden
@@ -89,6 +89,7 @@ class CoinRoomsOptions(Declared):
 class CoinRooms(Method):
     """Every cycle, rooms without lava and with more coins than the cycle before (no LLM)."""
     NAME = "coin_rooms"
+    PROGRAM = PAPER_LOOP  # new rows each cycle, the paper loop's program
     OPTIONS = CoinRoomsOptions  # `method_options.coin_rooms` in a run configuration
 
     @staticmethod

@@ -25,11 +25,12 @@ from envgen_jax.run_config import METHODS, load_run_config
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer.metrics import crafter_score
 from tests import golden
+from tests.trainer_configs import tiny_run
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_DESIGN = ("ppo", "plr", "sfl")  # methods without a design step
 # The golden runs' tiny shapes (tests/golden.py), with the pictures and TensorBoard files these tests look at.
-TINY = [s for s in golden.TINY if not s.startswith(("output.pictures=", "output.tensorboard="))]
+TINY = tiny_run(quiet=["output.progress=false"])
 
 
 @pytest.fixture(scope="module")
@@ -407,6 +408,22 @@ def test_a_sweep_section_trains_every_combination_in_one_run(toy, tmp_path):
     assert "sweep.lr[0]: expected a number" in text and "sweep.momentum: unknown setting; allowed: lr, gamma, gae_lambda, clip_eps, ent_coef, vf_coef" in text
     with pytest.raises(ConfigError, match="a study compares methods at one PPO setting"):
         resolve(ROOT / "configs" / "smoke.yaml", ["ppo"], overrides=["sweep.lr=[0.001, 0.002]"])
+
+
+def test_an_older_name_still_reads_into_todays(tmp_path):
+    """`eval.num_envs` (a name `ppo.num_envs` also had) is `eval.envs_per_agent` today: a file written with it reads,
+    a problem is named by the key written, a --set of today's key wins, and one file giving both must agree."""
+    # (as every old key, it is moved after `extends:` is resolved: over a base that gives the new key, it conflicts)
+    (tmp_path / "old.yaml").write_text("eval: {num_envs: 6}\n")
+    assert load_run_config(tmp_path / "old.yaml").eval.envs_per_agent == 6
+    assert load_run_config(tmp_path / "old.yaml", ["eval.num_envs=3"]).eval.envs_per_agent == 3
+    with pytest.raises(ConfigError) as e:
+        load_run_config(None, ["eval.num_envs=0"])
+    assert e.value.problems == ["eval.num_envs: 0 is below the minimum 1"]
+    assert load_run_config(tmp_path / "old.yaml", ["eval.envs_per_agent=5"]).eval.envs_per_agent == 5  # --set wins
+    (tmp_path / "both.yaml").write_text("eval: {num_envs: 6, envs_per_agent: 5}\n")
+    with pytest.raises(ConfigError, match="eval.num_envs: 6 differs from eval.envs_per_agent = 5"):
+        load_run_config(tmp_path / "both.yaml")
 
 
 def test_configs_extend_a_base_section_by_section(tmp_path):

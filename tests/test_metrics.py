@@ -96,7 +96,7 @@ def test_row_stats_from_steps_by_row():
 def bandit_eval():
     env = probes.BanditEnv()
     trainer = make_trainer(env, TrainerConfig(PPOAlgorithm(num_envs=8, num_steps=4, num_minibatches=2), mlp(8, 1),
-                                              num_seeds=2))
+                                              num_agents=2))
     bank = probes.make_bank([1.0, 1.0], shifts=[0, 1])
     rows = jnp.zeros(8, jnp.int32)
     ts = trainer.init(bank, rows)

@@ -177,7 +177,7 @@ def test_time_limit_bootstrap(bootstrap, target):
 def two_seed_trainer():
     """Three seeds on the constant-reward probe; the chunks of the tests on it run 2 updates on a 3-row bank: one
     program."""
-    cfg = dataclasses.replace(TINY, num_seeds=3)
+    cfg = dataclasses.replace(TINY, num_agents=3)
     return make_trainer(probes.ConstantRewardEnv(), cfg)
 
 
@@ -231,7 +231,7 @@ def test_output_state_matches_input_types(two_seed_trainer):
 
 def test_seed_vmap_matches_single_seed():
     env = probes.BanditEnv()
-    cfg = dataclasses.replace(TINY, num_seeds=3, seed=5)
+    cfg = dataclasses.replace(TINY, num_agents=3, seed=5)
     trainer = make_trainer(env, cfg)
     bank = BANDIT_BANK
     rows = jnp.asarray([0, 1] * (N // 2), jnp.int32)

@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent("""
     assert jax.device_count() == 2, jax.devices()
     seeds, envs = int(sys.argv[1]), 8
     cfg = TrainerConfig(PPOAlgorithm(num_envs=envs, num_steps=8, update_epochs=1, num_minibatches=2),
-                        NetworkConfig(mlp=MLPNet(width=32, depth=1)), num_seeds=seeds)
+                        NetworkConfig(mlp=MLPNet(width=32, depth=1)), num_agents=seeds)
     # a bandit whose two rows reward other actions: what is sharded is the trainer's state, whatever the game
     env, bank = probes.BanditEnv(), probes.make_bank([1.0, 0.5], shifts=[0, 1])
     rows = np.arange(envs) % 2
@@ -70,7 +70,7 @@ def test_the_dry_run_says_which_layout_applies_and_what_each_device_holds(capsys
     assert "execution.shard" in capsys.readouterr().err
     # a fused study: the whole agent axis (methods x seeds) of each program
     assert main(["study", "--config", str(ROOT / "configs" / "ppo_smoke.yaml"), "--methods", "ppo,random",
-                 "--seeds", "2", "--schedule", "fused", "--dry-run"]) == 0
+                 "--seeds", "2", "--grouping", "fused", "--dry-run"]) == 0
     assert "devices (paper loop): one device: all 4 agent(s) x 32 env slots on it" in capsys.readouterr().out
 
 

@@ -12,18 +12,13 @@ from scipy.special import stdtr
 from envgen_jax.cli import main
 from envgen_jax.run.loop import EnvGenRun
 from envgen_jax.study import RESAMPLES, RNG_SEED, difference, holm, mean_ci, pairwise, reconcile, resolve, superiority
+from tests.trainer_configs import tiny_run
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = [
-    "schedule.cycles=1", "schedule.llm_env_steps=512", "schedule.original_env_steps=256",
-    "schedule.final_steps=2048", "schedule.envs_per_call=2", "schedule.llm_episode_length=32",
-    "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16", "ppo.update_epochs=1",
-    "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4", "eval.max_steps=120",
-    "output.progress=false", "output.tensorboard=false", "output.pictures=false",
-]
+TINY = tiny_run(seeds=None, cycles=1, llm_env_steps=512, final_steps=2048, llm_episode_length=32)
 # One method after another (a fused study: tests/test_fused.py).
 ARGS = ["study", "--config", str(ROOT / "configs" / "smoke.yaml"), "--methods", "ppo,random", "--seeds", "2",
-        "--schedule", "sequential",
+        "--grouping", "sequential",
         *sum([["--set", s] for s in TINY], [])]
 # What may differ between two builds of the same study: time taken, and which sessions ran where.
 VARYING = ("llm_seconds", "train_seconds", "wall_seconds", "sessions", "steps_per_second")

@@ -22,7 +22,7 @@ from tests.trainer_configs import mlp
 from tests.trees import assert_trees_equal
 
 CFG = TrainerConfig(PPOAlgorithm(num_envs=8, num_steps=4, update_epochs=2, num_minibatches=2, anneal_lr=True,
-                                 total_updates=20), mlp(16, 1), num_seeds=2)
+                                 total_updates=20), mlp(16, 1), num_agents=2)
 
 
 @pytest.fixture(scope="module")

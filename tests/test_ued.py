@@ -92,7 +92,7 @@ from envgen_jax.trainer import probes  # noqa: E402
 from envgen_jax.trainer.metrics import to_host  # noqa: E402
 from envgen_jax.trainer.config import ExecutionConfig, PPOAlgorithm, TrainerConfig  # noqa: E402
 from envgen_jax.trainer.ppo import compute_gae  # noqa: E402
-from tests.trainer_configs import mlp  # noqa: E402
+from tests.trainer_configs import mlp, tiny_run  # noqa: E402
 from envgen_jax.trainer.layouts import REPLAY, Replay  # noqa: E402
 from tests.trees import assert_trees_equal  # noqa: E402
 from envgen_jax.trainer.factory import make_trainer  # noqa: E402
@@ -153,7 +153,7 @@ def test_row_scores_are_per_row_means():
 
 
 def test_trainer_with_sampled_rows_follows_probs_without_retrace():
-    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_seeds=2))
+    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_agents=2))
     probs = jnp.asarray([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.25, 0.75]])  # per seed
     ts = trainer.init(SKILL_BANK, RowSampler(probs))
     ts, m = trainer.train_chunk(ts, SKILL_BANK, RowSampler(probs), num_updates=6)
@@ -173,10 +173,10 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
     from envgen_jax.envs.vector import SampledVecState
     from envgen_jax.schema import ConfigError
     from envgen_jax.trainer.checkpoint import save_checkpoint
-    env, cfg = probes.DiscountEnv(), dataclasses.replace(TINY, num_seeds=2)  # 2-step episodes: many refreshes
+    env, cfg = probes.DiscountEnv(), dataclasses.replace(TINY, num_agents=2)  # 2-step episodes: many refreshes
     bank = probes.make_bank([[1.0, 0.0], [0.5, 0.0]], shifts=[0, 0])
     fixed = np.zeros(cfg.ppo.num_envs, np.int32)
-    for level_sampler, drawn in ((None, RowSampler.one_row(fixed, 2, cfg.num_seeds)),
+    for level_sampler, drawn in ((None, RowSampler.one_row(fixed, 2, cfg.num_agents)),
                                  (ls.LevelSampler(capacity=2), Replay.held([1.0, 0.0]))):
         trainer = make_trainer(env, cfg, level_sampler=level_sampler)
         a, ma = trainer.train_chunk(trainer.init(bank, fixed), bank, fixed, num_updates=4)
@@ -198,7 +198,7 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
         restored = trainer.restore(path, bank, drawn)
         env_state, saved = trainer.agent_state(restored).env_state, trainer.agent_state(a).env_state
         assert isinstance(env_state, SampledVecState) and (np.asarray(env_state.row) == 0).all()
-        assert env_state.row.shape == env_state.spare_row.shape == (cfg.num_seeds, cfg.ppo.num_envs)
+        assert env_state.row.shape == env_state.spare_row.shape == (cfg.num_agents, cfg.ppo.num_envs)
         assert_trees_equal([getattr(env_state, f.name) for f in dataclasses.fields(saved)],
                            [getattr(saved, f.name) for f in dataclasses.fields(saved)])
         assert_trees_equal(jax.device_get(trainer.agent_state(restored).replace(env_state=None)),
@@ -209,7 +209,7 @@ def test_drawing_one_row_trains_exactly_as_fixed_rows_on_it(tmp_path):
         trainer.train_chunk(restored, bank, drawn, num_updates=4)  # and trains on, in the drawn layout's program
         assert trainer.trace_counts["train_chunk"] == traces
         with pytest.raises(ConfigError, match="ran fixed rows, and this phase draws its rows from several"):
-            trainer.restore(path, bank, RowSampler(jnp.full((cfg.num_seeds, 2), 0.5)) if level_sampler is None
+            trainer.restore(path, bank, RowSampler(jnp.full((cfg.num_agents, 2), 0.5)) if level_sampler is None
                             else Replay.held([0.5, 0.5]))
 
 
@@ -245,11 +245,9 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PLR_TINY = [
-    "method=plr", "seeds=2", "schedule.cycles=1", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
-    "schedule.final_steps=256", "schedule.updates_per_chunk=1", "ppo.num_envs=8", "ppo.num_steps=16",
-    "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1", "eval.num_envs=4",
-    "eval.max_steps=120", "output.progress=false", "method_options.plr.capacity=4",
-    "output.checkpoint_minutes=0",
+    "method=plr", *tiny_run(cycles=1, final_steps=256, envs_per_call=None, llm_episode_length=None,
+                            quiet=["output.progress=false"]),
+    "method_options.plr.capacity=4", "output.checkpoint_minutes=0",
     "output.keep_checkpoints=100",
 ]
 
@@ -358,7 +356,7 @@ def test_sfl_selection_concentrates_on_the_learnable_row():
     from envgen_jax.trainer import learnability as sfl
     from envgen_jax.trainer.evaluate import make_evaluator
     bank = probes.make_bank([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]], shifts=[0, 2, 1, 3])
-    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_seeds=2))
+    trainer = make_trainer(probes.SkillEnv(), dataclasses.replace(TINY, num_agents=2))
     ts = trainer.init(bank, jnp.zeros(N, jnp.int32))
     evaluator = make_evaluator(trainer, num_envs=3 * 16, episodes_per_env=1, max_steps=4)
     m = sfl.measure(evaluator, ts.params, bank, [1, 2, 3], 16, jax.random.PRNGKey(0), np.zeros((2, 1), bool))
@@ -380,10 +378,8 @@ def test_sfl_selection_concentrates_on_the_learnable_row():
 
 
 SFL_TINY = [
-    "method=sfl", "seeds=2", "schedule.cycles=1", "schedule.llm_env_steps=256", "schedule.original_env_steps=256",
-    "schedule.final_steps=256", "schedule.updates_per_chunk=1", "schedule.llm_episode_length=64", "ppo.num_envs=8",
-    "ppo.num_steps=16", "ppo.update_epochs=1", "ppo.num_minibatches=2", "ppo.width=32", "ppo.depth=1",
-    "eval.num_envs=4", "eval.max_steps=120", "output.progress=false", "output.checkpoint_minutes=0",
+    "method=sfl", *tiny_run(cycles=1, final_steps=256, envs_per_call=None, quiet=["output.progress=false"]),
+    "output.checkpoint_minutes=0",
     "output.keep_checkpoints=100", "method_options.sfl.pool=4", "method_options.sfl.keep=2",
     "method_options.sfl.refresh_updates=2", "method_options.sfl.rollouts_per_level=1",
     "method_options.sfl.rollout_steps=64",

@@ -146,7 +146,7 @@ differ), then compare them.
   envgen-jax study --config configs/study_cpu.yaml --methods ppo,envgen,fixed,random,easy_to_hard,adversarial
 
 Each method is one ordinary run directory, OUT/<method>/ (see `envgen-jax train --help`), with the seeds vmapped
-inside it. The study's resolved settings are kept in OUT/study.yaml. With --schedule fused the methods of the
+inside it. The study's resolved settings are kept in OUT/study.yaml. With --grouping fused the methods of the
 paper's loop (envgen, ppo, fixed, easy_to_hard, adversarial, random, scripted) train as one run, methods x seeds on
 one agent axis in one compiled program, each still writing exactly its own run directory; plr, sfl and envgen_sfl
 each need a program of their own and run alone. --dry-run prints the groups, agents, env slots and memory.
@@ -193,10 +193,12 @@ def add_study_command(commands) -> None:
                         "request r gets the recorded run's accepted reply r, whatever the feedback says "
                         "(docs/studies.md, Replayed designers)")
     p.add_argument("--out", metavar="DIR", help="study directory (default runs/<config name>)")
-    p.add_argument("--schedule", choices=("auto", "fused", "sequential"), default="auto",
+    p.add_argument("--grouping", "--schedule", dest="grouping", choices=("auto", "fused", "sequential"),
+                   default="auto",
                    help="fused: the methods of one program (the paper's loop) train as one run, methods x seeds on "
                         "one agent axis; sequential: one method after another; auto (default): fused on a GPU or "
-                        "TPU, on a CPU whichever benchmarks/study_fused.py measured faster (docs/studies.md)")
+                        "TPU, on a CPU whichever benchmarks/study_fused.py measured faster (docs/studies.md); "
+                        "--schedule is its older name (a run's `schedule` is its phases)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the groups, the agents of each program, the env slots, the bank and the estimated "
                         "memory, then stop: nothing trains, nothing is written")
@@ -216,14 +218,14 @@ def cmd_study(args) -> int:
     out = Path(args.out or Path("runs") / Path(args.config).stem)
     if args.dry_run:
         from envgen_jax.study.groups import describe_groups
-        print(describe_groups(settings, args.schedule))
+        print(describe_groups(settings, args.grouping))
         print(f"\ndry run: the settings are valid; nothing trained, nothing written (study directory: {out})")
         return 0
     configure_compile_cache(settings.run_config(settings.methods[0]).output.compile_cache)
     note = "Nothing checkpointed was lost: the same command, on every process, resumes the study."
     set_resume_note(note)  # for the line a lost process 0 ends the others with
     try:
-        return run_study(settings, out, schedule=args.schedule)
+        return run_study(settings, out, grouping=args.grouping)
     except Exception as e:
         if joined():  # a process of the study is gone (the study keeps going past its methods' own errors)
             e.add_note(note)

@@ -6,6 +6,8 @@ A method is a subclass of `envgen_jax.methods.base.Method` in its own module; it
 Class level (functions of the run configuration; the plan, the dry run and RunConfig call them on the class):
 
     NAME, USES_LLM                  the `method:` value; whether its design step asks a language model
+    PROGRAM                         the program family its runs compile (PAPER_LOOP: fused with the paper loop's
+                                    methods in a study; None, the default: a program of its own)
     cycle_phases(cfg, c)            the phases of cycle c (design, train, ...), before the cycle's evaluation
                                     (default: the paper's cycle, `llm_cycle`)
     design(ctx)                     the design step of one cycle (`DesignContext`): per designer {"configs": [...],

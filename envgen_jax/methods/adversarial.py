@@ -2,7 +2,7 @@
 environments as hard as possible for the skills the agent does best."""
 
 from envgen_jax.llm.prompts import format_configs, format_success, output_format, render_template
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP, Method
 
 
 def request(designer, n: int, success):
@@ -18,6 +18,7 @@ def request(designer, n: int, success):
 
 class Adversarial(Method):
     NAME = "adversarial"
+    PROGRAM = PAPER_LOOP
     USES_LLM = True
 
     @staticmethod

@@ -13,6 +13,9 @@ from envgen_jax.methods.view import RunView
 
 logger = logging.getLogger("envgen_jax.run")
 
+# The program family of the paper's loop (`Method.PROGRAM`): runs that differ only in data.
+PAPER_LOOP = "paper loop"
+
 
 @dataclasses.dataclass(frozen=True)
 class Phase:
@@ -86,6 +89,11 @@ class Method:
 
     NAME: str = ""
     USES_LLM: bool = False
+    # The program family the method's runs compile, beyond the agent they share. PAPER_LOOP: its runs differ from
+    # the paper loop's only in data (the rows of `bank_and_rows`, as the base class builds them; no level sampler, no
+    # rows drawn on the device, no hook that changes the TrainState), so a fused study trains it on one agent axis
+    # with the other methods of that family (`study.groups`). None: a program of its own.
+    PROGRAM: str | None = None
     WHERE: str | None = None  # the `where` of the training phases whose rows the method chooses, if any
     # The method's own settings, `method_options.<NAME>` in a run configuration: a frozen `schema.Declared`
     # dataclass whose fields declare their defaults, bounds and choices (as a game declares its options), or None.

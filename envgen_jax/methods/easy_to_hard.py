@@ -2,7 +2,7 @@
 very easy to the original game (one continuing conversation)."""
 
 from envgen_jax.llm.prompts import generation_prompt, output_format, render_template
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP, Method
 
 
 def request(designer, cycle: int, cycles: int, n: int):
@@ -16,6 +16,7 @@ def request(designer, cycle: int, cycles: int, n: int):
 
 class EasyToHard(Method):
     NAME = "easy_to_hard"
+    PROGRAM = PAPER_LOOP
     USES_LLM = True
 
     @staticmethod

@@ -2,11 +2,12 @@
 game (mean +/- std over seeds) and the previous environments with what the agent unlocked inside each, and adapts
 them (in one conversation, or in a fresh one per feedback call: llm.conversation)."""
 
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP, Method
 
 
 class EnvGen(Method):
     NAME = "envgen"
+    PROGRAM = PAPER_LOOP
     USES_LLM = True
 
     @staticmethod

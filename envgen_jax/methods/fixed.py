@@ -1,10 +1,11 @@
 """Fixed (Table 3): the first cycle's LLM environments in every cycle, no feedback."""
 
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP, Method
 
 
 class Fixed(Method):
     NAME = "fixed"
+    PROGRAM = PAPER_LOOP
     USES_LLM = True
 
     @staticmethod

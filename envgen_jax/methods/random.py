@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP, Method
 
 
 def random_config(config_cls, rng: np.random.Generator):
@@ -30,6 +30,7 @@ def random_configs(cfg, config_cls, n: int, draw: int) -> list[dict]:
 
 class Random(Method):
     NAME = "random"
+    PROGRAM = PAPER_LOOP
     USES_LLM = False
 
     @staticmethod

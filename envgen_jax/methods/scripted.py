@@ -50,7 +50,7 @@ from typing import ClassVar
 
 from envgen_jax import games
 from envgen_jax.llm import targeting
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP, Method
 from envgen_jax.schema import ConfigError, Declared, bounded
 
 MASTERED_AT = 0.9  # the default of `method_options.scripted.mastered_at`
@@ -192,6 +192,7 @@ def design_one(config_cls, feedback: dict | None, n: int, mastered_at: float = M
 
 class Scripted(Method):
     NAME = "scripted"
+    PROGRAM = PAPER_LOOP
     USES_LLM = False
     OPTIONS = ScriptedOptions
 

@@ -1,7 +1,7 @@
 """One run of a method, on the host: the loop around the compiled training chunks (`envgen_jax.trainer`).
 
   loop.py         EnvGenRun: walks the plan (design, train, evaluate), checkpoints, resumes, writes the report; one
-                  run, or several methods' runs fused on one agent axis (a study's `--schedule fused`)
+                  run, or several methods' runs fused on one agent axis (a study's `--grouping fused`)
   member.py       Member: one method's run inside the driver (plan, state, records, checkpoints, its agents' slice)
   failures.py     MemberFailures: in a fused run, a method's error fails that method only
   parts.py        RunParts: the game, its env, the method's class (looked up once per run) and the trainer

@@ -16,10 +16,11 @@ same report as an uninterrupted one. `Callbacks.section(name)` wraps each part o
 "evaluate", "checkpoint"), for benchmarks that time them.
 
 The driver trains one or several members (`run.member.Member`: one method's plan, state, records and run directory)
-over one trainer. A run is one member; a fused study (`EnvGenRun.fused`) puts several methods of one program on the
-agent axis (methods x seeds), aligned by training updates: each chunk trains every member in its own phase's rows
-(the banks concatenated, each member's rows offset into its block), resets only the agents of members that start a
-phase, and each member does its host work (design, evaluation, checkpoints) at its own phase boundaries.
+over one trainer, made once for the group. A run is a group of one member; a fused study (`EnvGenRun.group`) puts
+several methods of one program on the agent axis (methods x seeds), aligned by training updates: each chunk trains
+every member in its own phase's rows (the banks concatenated, each member's rows offset into its block), resets only
+the agents of members that start a phase, and each member does its host work (design, evaluation, checkpoints) at
+its own phase boundaries.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import jax
 
 from envgen_jax.run.distributed import spread
 from envgen_jax.run.failures import MemberFailures
-from envgen_jax.run.member import Member, concatenated, fused_members, lay_out, sections, side_by_side
+from envgen_jax.run.member import Member, concatenated, group_members, lay_out, sections, side_by_side
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, phase_label, train_updates
 from envgen_jax.run.progress import chunk_done, progress_bar
@@ -59,18 +60,17 @@ class Callbacks:
 
 class EnvGenRun:
     """One run directory: `EnvGenRun(cfg, out_dir).run()`, or `EnvGenRun.resume(out_dir).run()`; several methods'
-    run directories trained as one program: `EnvGenRun.fused([(cfg, out_dir), ...]).run()`.
+    run directories trained as one program: `EnvGenRun.group([(cfg, out_dir), ...]).run()`. All three are a group
+    of members (`member.group_members`): a run is a group of one, on the same path.
 
     log: a logging.Logger (or LoggerAdapter) for messages; llm_client: a client for the designers (tests script
     one); callbacks: `Callbacks` whose sections wrap each part of the work; parts: `RunParts` made already."""
 
-    def __init__(self, cfg: RunConfig, out_dir: str | Path, state: LoopState | None = None,
-                 log: logging.Logger | logging.LoggerAdapter | None = None, llm_client: Any = None,
-                 callbacks: Callbacks | None = None, parts: RunParts | None = None):
-        parts = parts or RunParts.of(cfg)  # the game, its env and the method's class, looked up once
-        trainer = parts.make_trainer()
-        self._drive([Member(cfg, Path(out_dir), parts, trainer, log or logger, llm_client,
-                            callbacks or Callbacks(), state)], trainer)
+    def __init__(self, cfg: RunConfig, out_dir: str | Path, log: logging.Logger | logging.LoggerAdapter | None = None,
+                 llm_client: Any = None, callbacks: Callbacks | None = None, parts: RunParts | None = None):
+        """A run of `cfg` from its beginning (whatever `out_dir` holds: `check_no_run_there` first)."""
+        self._drive(*group_members([(cfg, Path(out_dir))], [log or logger], [llm_client], callbacks or Callbacks(),
+                                   parts=[parts], resume=False))
 
     def _drive(self, members: list[Member], trainer) -> None:
         self.members, self.trainer = members, trainer
@@ -78,7 +78,7 @@ class EnvGenRun:
         self.cfg, self.out, first = members[0].cfg, members[0].out, members[0]
         self.state, self.plan, self.method, self.view = first.state, first.plan, first.method, first.view
         self.env = first.env
-        self.evaluator = make_evaluator(trainer, self.cfg.eval.num_envs, self.cfg.eval.episodes_per_env,
+        self.evaluator = make_evaluator(trainer, self.cfg.eval.envs_per_agent, self.cfg.eval.episodes_per_env,
                                         self.cfg.eval.max_steps, game=first.game)
         lay_out(members)
         self._key_period = self.cfg.num_agents if len(members) > 1 else None  # evaluation keys by seed, not position
@@ -88,29 +88,22 @@ class EnvGenRun:
     @classmethod
     def resume(cls, out_dir: str | Path, log: logging.Logger | logging.LoggerAdapter | None = None,
                llm_client: Any = None, callbacks: Callbacks | None = None, parts: RunParts | None = None) -> EnvGenRun:
-        log = log or logger
+        """The run in `out_dir` (its config.yaml), from its newest checkpoint (none: from the beginning)."""
         out = Path(out_dir)
-        checkpoint = latest_checkpoint(out)
-        cfg = load_run_config(out / "config.yaml")
-        if checkpoint is None:
-            log.info(f"no checkpoint in {out}: starting the run from the beginning")
-            return cls(cfg, out, log=log, llm_client=llm_client, callbacks=callbacks, parts=parts)
-        state = load_loop_state(checkpoint)
-        run = cls(cfg, out, state=state, log=log, llm_client=llm_client, callbacks=callbacks, parts=parts)
-        run.members[0].resume_from = checkpoint
-        log.info(f"resuming {out} from {checkpoint.name} (phase {state.phase + 1}/{len(run.plan)}, "
-                 f"{state.env_steps:,} env steps per seed)")
-        return run
+        return cls.group([(load_run_config(out / "config.yaml"), out)], [log or logger], llm_client, callbacks,
+                         parts=[parts])
 
     @classmethod
-    def fused(cls, runs: list[tuple[RunConfig, Path]], logs: list | None = None, llm_client: Any = None,
-              callbacks: Callbacks | None = None) -> EnvGenRun:
-        """Several methods' runs (configurations alike but for `method`, of one program: `study.groups`) trained as
-        one, each resumed from the newest env step at which every one has a checkpoint (`member.common_checkpoints`).
-        A member that fails (its design step raises, say) is left out of the rest, its error in `failures.errors`.
+    def group(cls, runs: list[tuple[RunConfig, Path]], logs: list | None = None, llm_client: Any = None,
+              callbacks: Callbacks | None = None, parts: list | None = None) -> EnvGenRun:
+        """Runs of one program trained as one: several methods' runs (configurations alike but for `method`:
+        `study.groups`) on one agent axis, or one run. Each member resumes from the newest env step at which every
+        one has a checkpoint (`member.common_checkpoints`; a run of its own: its newest checkpoint). A member of
+        several that fails (its design step raises, say) is left out of the rest, its error in `failures.errors`.
         llm_client: one client for every run, or a list of one per run."""
         clients = llm_client if isinstance(llm_client, list) else [llm_client] * len(runs)
-        members, trainer = fused_members(runs, logs or [logger] * len(runs), clients, callbacks)
+        members, trainer = group_members(runs, logs or [logger] * len(runs), clients, callbacks or Callbacks(),
+                                         parts=parts)
         run = cls.__new__(cls)
         run._drive(members, trainer)
         return run

@@ -1,7 +1,7 @@
 """One method's run inside the driver (`run.loop.EnvGenRun`): its configuration, run directory, plan, LoopState,
 method, design step, records and checkpoints, and where its agents sit on the trainer's agent axis.
 
-A run of one method is one member holding every agent. A fused study (`study --schedule fused`) drives several
+A run of one method is one member holding every agent. A fused study (`study --grouping fused`) drives several
 members over one trainer: member m's agents are the slice [m * S, (m + 1) * S) of the agent axis, and its bank rows
 the block [m * K, (m + 1) * K) of the concatenated bank, so each member sees its metrics, evaluation and TrainState
 exactly as its run alone would (`metrics`, `train_state`), and writes exactly that run's files in its own directory.
@@ -36,7 +36,7 @@ from envgen_jax.run.loop_state import (Evaluation, LoopState, accumulate_env_lea
                                        load_loop_state)
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, build_plan, first_training_where, train_updates
-from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, saved_steps
+from envgen_jax.trainer.checkpoint import Checkpoints, load_metadata, newest_checkpoint, saved_steps
 from envgen_jax.trainer.evaluate import report_from_stats
 from envgen_jax.trainer.train import select_seeds
 
@@ -108,7 +108,7 @@ class Member:
         """(bank, rows) of an evaluation in the original game: that row alone, whatever else the method's bank holds,
         so that every method's evaluation is one program (a study compiles it once)."""
         bank = self.method.bank_and_rows("original")[0]
-        return bank.only_row(ORIGINAL_ROW), np.zeros(self.cfg.eval.num_envs, np.int32)
+        return bank.only_row(ORIGINAL_ROW), np.zeros(self.cfg.eval.envs_per_agent, np.int32)
 
     # ----------------------------------------------------------------------------------------- its work
     def start(self) -> None:
@@ -214,13 +214,21 @@ class Member:
 
 
 def checkpoints_by_steps(out: Path) -> list[tuple[int, int, Path]]:
-    """(env steps per seed, step number, path) of every complete checkpoint of run directory `out`, oldest first."""
+    """(env steps per seed, step number, path) of every complete checkpoint of run directory `out`, oldest first; a
+    run directory of the older layout (`trainer.checkpoint`, read only) gives its newest, as step -1."""
     directory = (Path(out) / "checkpoints").absolute()
     if not directory.is_dir():
         return []
-    found = [(int(load_metadata(directory / str(s))["loop"]["env_steps"]), s, directory / str(s))
-             for s in saved_steps(directory)]
+    steps = saved_steps(directory)
+    found = [(_env_steps(directory / str(s)), s, directory / str(s)) for s in steps]
+    newest = newest_checkpoint(directory)
+    if newest is not None and not steps:  # the older layout's, before any of today's
+        found.append((_env_steps(newest), -1, newest))
     return sorted(found, key=lambda x: x[1])
+
+
+def _env_steps(checkpoint: Path) -> int:
+    return int(load_metadata(checkpoint)["loop"]["env_steps"])
 
 
 def common_checkpoints(found: list[list[tuple[int, int, Path]]]) -> list[Path | None]:
@@ -269,28 +277,40 @@ def side_by_side(cfg, given: list[tuple[Member, tuple, Any]], offsets: list[int]
     return bank, rows, np.repeat([bool(flag) for _, _, flag in given], seeds)
 
 
-def fused_members(runs: list[tuple[Any, Path]], logs: list, llm_clients: list | None = None, callbacks=None):
-    """(members, trainer) of a fused run: each run's member (with its LLM client, if given), resumed from
-    `common_checkpoints`, as process 0 chose them (it alone removes the checkpoints left out)."""
-    parts = [RunParts.of(cfg) for cfg, _ in runs]
+def group_members(runs: list[tuple[Any, Path]], logs: list, llm_clients: list | None = None, callbacks=None,
+                  parts: list | None = None, resume: bool = True):
+    """(members, trainer) of a group of runs trained as one program (a plain run: a group of one). The group's
+    trainer is made once here and handed to every member, whatever the process-wide program cache
+    (`trainer.reuse`) holds; members whose agent, env or level sampler differ cannot share it (an error). The one
+    resume rule (`resume`): every member from `common_checkpoints`, as process 0 chose them (it alone removes the
+    checkpoints left out); a run of its own resumes from its newest checkpoint. `parts`: each run's `RunParts`,
+    if made already."""
+    parts = [p or RunParts.of(cfg) for p, (cfg, _) in zip(parts or [None] * len(runs), runs)]
     # One env for runs of one game, observation and options: a game's env need not compare equal to another
     # instance of itself, and the trainer is shared by its env.
     same_env = [(c.env, c.observation, c.game_options) == (parts[0].cfg.env, parts[0].cfg.observation,
                                                            parts[0].cfg.game_options) for c, _ in runs]
     parts = [dataclasses.replace(p, env=parts[0].env) if same else p for p, same in zip(parts, same_env)]
+    if any(p.trainer_key() != parts[0].trainer_key() for p in parts):
+        raise ValueError("runs of one group must share one trainer (the same agent and env, no level sampler)")
     trainer = parts[0].make_trainer()
-    if any(p.make_trainer() is not trainer for p in parts):
-        raise ValueError("fused runs must share one trainer (the same agent and env, no level sampler)")
-    members = []
-    found = [checkpoints_by_steps(Path(out)) for _, out in runs]  # every process: orbax's reads are collectives
-    chosen = from_lead(lambda: [c and str(c) for c in common_checkpoints(found)])
+    if resume:
+        found = [checkpoints_by_steps(Path(out)) for _, out in runs]  # every process: orbax's reads are collectives
+        chosen = [c and Path(c) for c in from_lead(lambda: [c and str(c) for c in common_checkpoints(found)])]
+    else:
+        chosen = [None] * len(runs)
     clients = llm_clients or [None] * len(runs)
-    for i, ((cfg, out), p, checkpoint) in enumerate(zip(runs, parts, (c and Path(c) for c in chosen))):
+    members = []
+    for i, ((cfg, out), p, checkpoint) in enumerate(zip(runs, parts, chosen)):
         state = load_loop_state(checkpoint) if checkpoint is not None else None
-        members.append(Member(cfg, Path(out), p, trainer, logs[i], clients[i], callbacks if i == 0 else None,
-                              state, checkpoint))
-        logs[i].info(f"resuming {out} from {checkpoint.name} ({state.env_steps:,} env steps per seed)"
-                     if checkpoint is not None else f"starting {out}")
+        member = Member(cfg, Path(out), p, trainer, logs[i], clients[i], callbacks if i == 0 else None, state,
+                        checkpoint)
+        members.append(member)
+        if checkpoint is not None:
+            logs[i].info(f"resuming {out} from {checkpoint.name} (phase {state.phase + 1}/{len(member.plan)}, "
+                         f"{state.env_steps:,} env steps per seed)")
+        elif resume:
+            logs[i].info(f"no checkpoint in {out}: starting the run from the beginning")
     return members, trainer
 
 

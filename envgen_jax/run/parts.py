@@ -33,7 +33,12 @@ class RunParts:
 
     def make_trainer(self) -> Trainer:
         """The PPO trainer of the run (with the method's level sampler, if it has one)."""
-        return make_trainer(self.env, self.cfg.trainer_ppo, level_sampler=self.method.level_sampler(self.cfg))
+        env, cfg, level_sampler = self.trainer_key()
+        return make_trainer(env, cfg, level_sampler=level_sampler)
+
+    def trainer_key(self) -> tuple:
+        """What makes the run's trainer (env, TrainerConfig, level sampler): runs with equal keys can share one."""
+        return self.env, self.cfg.trainer_ppo, self.method.level_sampler(self.cfg)
 
     def abstract_train_state(self):
         """The state a run checkpoints, as shapes and dtypes only (jax.eval_shape: nothing is computed)."""

@@ -73,7 +73,7 @@ def phase_costs(cfg, method) -> list[PhaseCost]:
             costs.append(PhaseCost(label, "design",
                                    llm_calls=method.llm_calls(phase.cycle, cfg.num_designers)))
         elif phase.kind == "evaluate":
-            costs.append(PhaseCost(label, "evaluate", original_slots=cfg.eval.num_envs))
+            costs.append(PhaseCost(label, "evaluate", original_slots=cfg.eval.envs_per_agent))
         elif (candidates := method.sampled_rows(cfg, phase.where)) is not None:  # rows the method draws on the device
             costs.append(PhaseCost(label, "train", env_steps=phase.updates * cfg.steps_per_update,
                                    updates=phase.updates, chunks=phase.updates // s.updates_per_chunk,

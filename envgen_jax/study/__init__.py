@@ -19,7 +19,7 @@ percentile-bootstrap interval (each method's seeds resampled independently: the 
 two-sided t-test. Where a statistic cannot be computed (one seed, or no spread at all) it is None with the reason.
 
 The package, one module per concern: `settings` (what a study runs, study.yaml, what a rerun may change), `groups`
-(which methods train as one program: `--schedule fused`, and the dry run), `runner` (the groups in turn, then the
+(which methods train as one program: `--grouping fused`, and the dry run), `runner` (the groups in turn, then the
 comparison), `compare` (study.json's content from the run directories), `stats` (the
 statistics above), `markdown` (study.md) and `plots` (study_*.png). The names below are the package's interface.
 """

@@ -1,12 +1,13 @@
-"""Which methods of a study train as one program (`study --schedule fused`): the groups, and the schedule's rule.
+"""Which methods of a study train as one program (`study --grouping fused`): the groups, and the grouping's rule
+(a run's `schedule` is its phases; the study's `--grouping`, called `--schedule` before, which runs share a program).
 
-Methods whose runs differ only in data (which configurations the env slots run) share one compiled chunk: the paper's
-loop (envgen, ppo, fixed, easy_to_hard, adversarial, random, scripted). They use the loop's own hooks (fixed rows
-from `Method.bank_and_rows`, nothing done to the TrainState around a chunk), no level sampler, and their evaluations
-fall at the same training updates, so their agents stand side by side on one agent axis (methods x seeds) and the
-driver (`run.loop.EnvGenRun.fused`) aligns them by updates. A method with its own hooks needs its own program and is
-a group of its own: plr (its level sampler is part of the trainer's state and chunk), sfl and envgen_sfl (rows drawn
-on the device, whose env state has another type, and selections that measure the TrainState between chunks).
+Each method names its program family (`Method.PROGRAM`), and the groups follow from it: methods of one family whose
+evaluations fall at the same training updates share one compiled chunk, their agents side by side on one agent axis
+(methods x seeds) that the driver (`run.loop.EnvGenRun.group`) aligns by updates. The paper's loop (`PAPER_LOOP`:
+envgen, ppo, fixed, easy_to_hard, adversarial, random, scripted) is such a family: its runs differ only in data
+(which configurations the env slots run). A method of no family (PROGRAM None) is a group of its own: plr (its level
+sampler is part of the trainer's state and chunk), sfl and envgen_sfl (rows drawn on the device, whose env state has
+another type, and selections that measure the TrainState between chunks).
 """
 
 from __future__ import annotations
@@ -14,47 +15,44 @@ from __future__ import annotations
 import jax
 
 from envgen_jax import methods as registry
-from envgen_jax.methods.base import Method
+from envgen_jax.methods.base import PAPER_LOOP
 from envgen_jax.run.plan import build_plan
 
-SCHEDULES = ("auto", "fused", "sequential")
+__all__ = ["GROUPINGS", "PAPER_LOOP", "describe_groups", "groups", "memory_estimate", "program_of", "resolve_grouping"]
+
+GROUPINGS = ("auto", "fused", "sequential")
 # `auto` on a CPU: which of the two benchmarks/study_fused.py measured faster there (benchmarks/results/
 # study_fused_cpu.json); on a GPU or TPU always fused (one program fills the chip that many would leave idle).
-CPU_SCHEDULE = "fused"
-PAPER_LOOP = "paper loop"
-_HOOKS = ("bank_and_rows", "before_phase", "before_chunk", "chunk_record", "after_chunk", "after_phase")
+CPU_GROUPING = "fused"
 
 
 def program_of(method: str, cfg) -> tuple:
-    """What decides the program a method's run compiles beyond the shared agent: (PAPER_LOOP, where its evaluations
-    fall) for the methods of the paper's loop, else (the method's name,): a program of its own."""
-    cls = registry.get(method)
-    plan = build_plan(cfg, cls)
-    own = [h for h in _HOOKS if getattr(cls, h) is not getattr(Method, h)]
-    if own or cls.level_sampler(cfg) is not None or any(
-            cls.sampled_rows(cfg, p.where) is not None for p in plan if p.kind == "train"):
+    """What decides the program a method's run compiles beyond the shared agent: (its family, where its evaluations
+    fall) for a method that names a family (`Method.PROGRAM`), else (the method's name,): a program of its own."""
+    family = registry.get(method).PROGRAM
+    if family is None:
         return (method,)
     done, evaluations = 0, []
-    for p in plan:
+    for p in build_plan(cfg, registry.get(method)):
         done += p.updates if p.kind == "train" else 0
         if p.kind == "evaluate":
             evaluations.append(done)
-    return PAPER_LOOP, tuple(evaluations)
+    return family, tuple(evaluations)
 
 
-def resolve_schedule(schedule: str, backend: str | None = None) -> str:
-    """`fused` or `sequential` for `--schedule` (auto: fused on a GPU or TPU, CPU_SCHEDULE on a CPU)."""
-    if schedule not in SCHEDULES:
-        raise ValueError(f"--schedule: {schedule!r} is not one of {', '.join(SCHEDULES)}")
-    if schedule != "auto":
-        return schedule
-    return CPU_SCHEDULE if (backend or jax.default_backend()) == "cpu" else "fused"
+def resolve_grouping(grouping: str, backend: str | None = None) -> str:
+    """`fused` or `sequential` for `--grouping` (auto: fused on a GPU or TPU, CPU_GROUPING on a CPU)."""
+    if grouping not in GROUPINGS:
+        raise ValueError(f"--grouping: {grouping!r} is not one of {', '.join(GROUPINGS)}")
+    if grouping != "auto":
+        return grouping
+    return CPU_GROUPING if (backend or jax.default_backend()) == "cpu" else "fused"
 
 
-def groups(settings, schedule: str = "fused") -> list[list[str]]:
+def groups(settings, grouping: str = "fused") -> list[list[str]]:
     """The study's methods in the groups that train as one program each, in the study's order (by each group's
     first method); `sequential`: every method on its own."""
-    if resolve_schedule(schedule) == "sequential":
+    if resolve_grouping(grouping) == "sequential":
         return [[m] for m in settings.methods]
     by_program: dict[tuple, list[str]] = {}
     for m in settings.methods:
@@ -86,16 +84,16 @@ def memory_estimate(parts, agents: int) -> dict:
     return {"state_per_agent": state, "update_per_agent": update, "total": agents * state + updates_at_once * update}
 
 
-def describe_groups(settings, schedule: str = "auto") -> str:
+def describe_groups(settings, grouping: str = "auto") -> str:
     """The study's programs as `study --dry-run` prints them: per group its methods, agents, env slots, bank rows and
     the estimated memory, and how its agents spread over the devices (`trainer.sharding.describe`)."""
     from envgen_jax.run.parts import RunParts
     from envgen_jax.trainer.sharding import devices_line
 
-    chosen = resolve_schedule(schedule)
+    chosen = resolve_grouping(grouping)
     cfg0 = settings.run_config(settings.methods[0])
-    lines = [f"Study of {len(settings.methods)} methods x {cfg0.seeds} seeds on {cfg0.env}, schedule {chosen}"
-             + (f" (auto on {jax.default_backend()})" if schedule == "auto" else "") + ":", "",
+    lines = [f"Study of {len(settings.methods)} methods x {cfg0.seeds} seeds on {cfg0.env}, grouping {chosen}"
+             + (f" (auto on {jax.default_backend()})" if grouping == "auto" else "") + ":", "",
              f"  {'program':<12}{'agents':>7}{'env slots':>11}{'eval slots':>11}{'bank rows':>10}{'memory':>11}  methods"]
     total, devices = 0, []
     for group in groups(settings, chosen):
@@ -104,7 +102,7 @@ def describe_groups(settings, schedule: str = "auto") -> str:
         estimate = memory_estimate(RunParts.of(cfgs[0]), agents)
         total = max(total, estimate["total"])
         name = program_of(group[0], cfgs[0])[0] if len(group) > 1 else group[0]
-        lines.append(f"  {name:<12}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.num_envs:>11,}"
+        lines.append(f"  {name:<12}{agents:>7}{agents * cfg0.ppo.num_envs:>11,}{agents * cfg0.eval.envs_per_agent:>11,}"
                      f"{sum(c.bank_rows for c in cfgs):>10}{estimate['total'] / 1e9:>9.2f}GB  {', '.join(group)}")
         line = devices_line(agents, cfg0.ppo.num_envs, cfg0.execution.shard, label=f"{name}: ")
         devices.append(f"devices ({name}): {line}")

@@ -29,10 +29,10 @@ from envgen_jax.study.settings import StudySettings, reconcile, save_settings
 
 
 def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], None] = print,
-              llm_client: Any = None, schedule: str = "auto") -> int:
+              llm_client: Any = None, grouping: str = "auto") -> int:
     """Run (resume, reuse) every method's run, then write the comparison. Returns 0, or 2 if a method failed.
-    schedule: `fused` (the methods of one program trained as one run: `study.groups`), `sequential` (one method
-    after another) or `auto` (`groups.resolve_schedule`)."""
+    grouping: `fused` (the methods of one program trained as one run: `study.groups`), `sequential` (one method
+    after another) or `auto` (`groups.resolve_grouping`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = reconcile(settings, out)
@@ -40,14 +40,15 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
     if lead:
         save_settings(settings, out / "study.yaml")
     errors: dict[str, str] = {}
-    plan = groups(settings, schedule)
-    for i, group in enumerate(plan):
+    program_groups = groups(settings, grouping)
+    for i, group in enumerate(program_groups):
         try:
             trained, failed = run_group(settings, group, out, log, llm_client)
         except Exception as e:  # noqa: BLE001 -- one failed group must not lose the others
             if explain_failure(e):  # a process of a multi-process study is gone: nothing more can run
                 raise
-            failed = {m: (f"{type(e).__name__}: {e}", traceback.format_exc()) for m in group}
+            failed = {m: (f"{type(e).__name__}: {e}", traceback.format_exc()) for m in group
+                      if not (out / m / "report.json").exists()}  # its runs finished earlier stay finished
             trained = True
         errors.update({method: error for method, (error, _) in failed.items()})
         if not lead:
@@ -55,7 +56,7 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
         for method, (error, details) in failed.items():
             print(f"error: {method} failed ({error}); its checkpoints are kept, and rerunning the same command "
                   f"retries it (traceback in {log_traceback(out, f'{method} failed', details)})", file=sys.stderr)
-        if trained and i < len(plan) - 1:
+        if trained and i < len(program_groups) - 1:
             try:  # partial results, readable while the next methods train
                 write_comparison(out, settings, errors)
             except Exception as e:  # noqa: BLE001 -- the runs matter more than their comparison, rebuilt at the end
@@ -70,22 +71,15 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
 
 def run_group(settings: StudySettings, group: list[str], out: Path, log: Callable[[str], None],
               llm_client: Any = None) -> tuple[bool, dict[str, tuple[str, str]]]:
-    """Train, resume or reuse the runs of `group` as one program (one method: `run_method`). Returns whether any
-    trained, and each failed method's error and traceback."""
+    """Train, resume or reuse the runs of `group` as one program (`EnvGenRun.group`: one method is a group of one,
+    on the same path and with the same resume rule). Returns whether any trained, and each failed method's error
+    and traceback (a group of one raises its error)."""
     todo = [m for m in group if _check_or_reuse(settings, m, out, log)]
     if not todo:
         return False, {}
-    if len(todo) == 1:
-        try:
-            run_method(settings, todo[0], out, log, llm_client)
-        except Exception as e:  # noqa: BLE001 -- reported by the caller, the study goes on
-            if explain_failure(e):
-                raise
-            return True, {todo[0]: (f"{type(e).__name__}: {e}", traceback.format_exc())}
-        return True, {}
     for m in todo:
-        _session(out / m, resumed=latest_checkpoint(out / m) is not None, fused_with=todo)
-    run = EnvGenRun.fused([(settings.run_config(m), out / m) for m in todo],
+        _session(out / m, resumed=latest_checkpoint(out / m) is not None, fused_with=todo if len(todo) > 1 else None)
+    run = EnvGenRun.group([(settings.run_config(m), out / m) for m in todo],
                           logs=[Prefixed(f"[{m}] ") for m in todo],
                           llm_client=[method_client(settings, m, llm_client, log) for m in todo])
     run.run()
@@ -131,20 +125,8 @@ def _session(run_dir: Path, resumed: bool, fused_with: list[str] | None = None) 
 
 def run_method(settings: StudySettings, method: str, out: Path, log: Callable[[str], None],
                llm_client: Any = None) -> bool:
-    """Train, resume or reuse OUT/<method>; returns False when the run had already finished."""
-    run_dir = out / method
-    if not _check_or_reuse(settings, method, out, log):
-        return False
-    prefix = Prefixed(f"[{method}] ")
-    llm_client = method_client(settings, method, llm_client, log)
-    resumed = latest_checkpoint(run_dir) is not None
-    if resumed:
-        run = EnvGenRun.resume(run_dir, log=prefix, llm_client=llm_client)
-    else:
-        run = EnvGenRun(settings.run_config(method), run_dir, log=prefix, llm_client=llm_client)
-    _session(run_dir, resumed)
-    run.run()
-    return True
+    """Train, resume or reuse OUT/<method> (a group of one); returns False when the run had already finished."""
+    return run_group(settings, [method], out, log, llm_client)[0]
 
 
 def method_client(settings: StudySettings, method: str, llm_client: Any, log: Callable[[str], None]) -> Any:

@@ -2,9 +2,10 @@
 sections a run configuration names, `ppo` (PPOAlgorithm: the algorithm's sizes, switches and hyperparameters),
 `network` (encoders.NetworkConfig: the encoder kind, each kind's settings, the memory) and `execution`
 (ExecutionConfig: how the agents run: the seed axis, the convolutions, the dtype, the env resets), and the agents'
-seeds (`num_seeds` from `seed`: a run's top-level `seeds` and `seed`).
+seeds (`num_agents` of them from `seed`: a run's agents, its top-level `seeds` for each sweep combination, from
+its `seed`).
 
-    TrainerConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv", conv=ConvNet(width=256)), num_seeds=2)
+    TrainerConfig(PPOAlgorithm(num_envs=8), NetworkConfig(kind="conv", conv=ConvNet(width=256)), num_agents=2)
 
 A run configuration's older flat keys (`ppo.width`, `ppo.seed_axis`, ...) are moved to these sections as it is read
 (`run_config.OLD_KEYS`).
@@ -132,23 +133,24 @@ class ExecutionConfig(Declared):
 @dataclasses.dataclass(frozen=True)
 class TrainerConfig:
     """A trainer's static configuration: the algorithm (`ppo`), the network, the execution and the agents' seeds
-    (`num_seeds` agents from `seed`), built from its sections."""
+    (`num_agents` agents from `seed`), built from its sections."""
 
     ppo: PPOAlgorithm = PPOAlgorithm()
     network: NetworkConfig = NetworkConfig()
     execution: ExecutionConfig = ExecutionConfig()
-    num_seeds: int = 1  # independent agents in one compiled program
-    seed: int = 0  # the first; the seeds are seed, seed+1, ..., seed+num_seeds-1 unless given to init()
+    num_agents: int = 1  # independent agents in one compiled program (a run's `num_agents`, not its `seeds`)
+    seed: int = 0  # the first; the agents' seeds are seed, ..., seed+num_agents-1 unless given to init()
 
     def __post_init__(self):
         problems = _joint_problems(self.network.recurrent, self.ppo.num_envs, self.ppo.num_minibatches,
-                                   self.num_seeds)
+                                   self.num_agents)
         if problems:
             raise ConfigError(problems, what="PPO settings")
 
     @property
-    def seeds(self) -> tuple[int, ...]:
-        return tuple(range(self.seed, self.seed + self.num_seeds))
+    def agent_seeds(self) -> tuple[int, ...]:
+        """Each agent's seed when `Trainer.init` is given none."""
+        return tuple(range(self.seed, self.seed + self.num_agents))
 
     @property
     def steps_per_update(self) -> int:
@@ -165,14 +167,14 @@ class TrainerConfig:
                    NetworkConfig(mlp=MLPNet(width=512, depth=3, activation="tanh")))
 
 
-def _joint_problems(recurrent: str, envs, minibatches, num_seeds) -> list[str]:
+def _joint_problems(recurrent: str, envs, minibatches, num_agents) -> list[str]:
     """The checks across sections."""
     problems = []
     if recurrent != "none" and isinstance(envs, int) and isinstance(minibatches, int) and minibatches >= 1 and \
             envs % minibatches:
         problems.append(f"ppo.num_minibatches: a recurrent agent learns on whole env trajectories, so "
                         f"num_minibatches = {minibatches} must divide num_envs = {envs}")
-    if not isinstance(num_seeds, int) or num_seeds < 1:
-        problems.append(f"num_seeds: {num_seeds!r} must be an integer >= 1")
+    if not isinstance(num_agents, int) or num_agents < 1:
+        problems.append(f"num_agents: {num_agents!r} must be an integer >= 1")
     return problems
 

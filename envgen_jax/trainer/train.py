@@ -158,7 +158,7 @@ class Trainer:
 
     # -- init -----------------------------------------------------------------------------------------------
     def _seeds(self, seeds):
-        seeds = self.cfg.seeds if seeds is None else tuple(int(s) for s in np.atleast_1d(seeds))
+        seeds = self.cfg.agent_seeds if seeds is None else tuple(int(s) for s in np.atleast_1d(seeds))
         return seed_keys(seeds)
 
     def _venv_reset(self, key, bank, rows):
@@ -198,7 +198,7 @@ class Trainer:
 
     def init(self, bank, rows, seeds: Sequence[int] | None = None, hparams: dict | Hyperparams | None = None,
              episodes: bool = True):
-        """Fresh TrainState for `seeds` (default cfg.seeds); envs reset into `rows` of `bank`.
+        """Fresh TrainState for `seeds` (default cfg.agent_seeds); envs reset into `rows` of `bank`.
 
         `hparams`: per-agent PPO settings (a dict name -> a number or one number per seed, or a Hyperparams with a
         leading seed axis); the rest come from the config. A sweep is seeds repeated with different hparams:
