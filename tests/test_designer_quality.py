@@ -170,7 +170,9 @@ def test_with_example_variant_shows_the_old_example_and_current_does_not(tmp_pat
 def test_profiles_cover_every_achievement_and_weak_ones_are_near_zero():
     for env, profiles in dq.PROFILES.items():
         names = dq.base_spec(env).achievements
-        assert set(dq.BASE_RATES[env]) == set(names) and all(40 <= r <= 90 for r in dq.BASE_RATES[env].values())
+        # A plausible trained agent, clearly above the weak skills (<= 2 %): 40-90 %, 30 % for full Craftax's floors
+        # below the dungeon, which a 1M-step agent rarely reaches.
+        assert set(dq.BASE_RATES[env]) == set(names) and all(30 <= r <= 90 for r in dq.BASE_RATES[env].values())
         for profile in profiles.values():
             rates = dq.success_rates(env, profile)
             assert set(rates) == set(names) and set(profile.weak) <= set(names)
