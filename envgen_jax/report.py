@@ -70,14 +70,48 @@ def scored_summary(scored: dict | None, names, env: str = "crafter") -> dict:
     }
 
 
-def _return_pct(rewards, max_return) -> dict:
+def _return_pct(rewards, max_return, name: str = "return_pct") -> dict:
     """A game with a most-an-episode-can-earn (Craftax: 226) reports its mean return as a share of it, per seed."""
     if not max_return:
         return {}
-    pct = 100.0 * np.asarray(rewards, np.float64) / max_return
+    pct = 100.0 * np.asarray([np.nan if r is None else r for r in rewards], np.float64) / max_return
     mean, std = _ms(pct)
-    return {"return_pct": nan_to_none(mean), "return_pct_std": nan_to_none(std),
-            "return_pct_per_seed": [nan_to_none(p) for p in pct]}
+    return {name: nan_to_none(mean), f"{name}_std": nan_to_none(std),
+            f"{name}_per_seed": [nan_to_none(p) for p in pct]}
+
+
+# Craftax's table scores a run by the episodes that end near the end of training (its PPO logs the mean return of
+# the episodes each update finishes); ours: those that ended during the last END_UPDATES updates (49,152 env steps
+# per seed at 256 x 16, the last 5% of 1M).
+END_UPDATES = 12
+
+
+def end_of_training_returns(curve: list[dict], steps_per_update: int) -> tuple[list, int]:
+    """Per seed, the mean return of the training episodes that ended in the chunks covering the last END_UPDATES
+    updates (episode-weighted; None for a seed that finished none), and the env steps per seed those chunks span."""
+    if not curve:
+        return [], 0
+    last = curve[-1]["env_steps"]
+    first = next(i for i, c in enumerate(curve) if c["env_steps"] > last - END_UPDATES * steps_per_update)
+    window = curve[first:]
+    n = np.array([c["episodes_per_seed"] for c in window], np.float64)                               # [chunks, S]
+    r = np.array([[0.0 if v is None else v for v in c["return_per_seed"]] for c in window], np.float64)
+    total, episodes = (n * r).sum(axis=0), n.sum(axis=0)
+    start = curve[first - 1]["env_steps"] if first else 0
+    return [float(t / e) if e else None for t, e in zip(total, episodes)], last - start
+
+
+def table_measures(state, cfg, max_return) -> dict:
+    """Beside the scored phase's return_pct: the table's own measure (return_pct_end, `end_of_training_returns`) and
+    the final evaluation's in held-out worlds of the original game (eval_return_pct)."""
+    if not max_return:
+        return {}
+    end, span = end_of_training_returns(state.curve, cfg.steps_per_update)
+    out = {**_return_pct(end, max_return, "return_pct_end"), "return_pct_end_env_steps": span}
+    final_eval = next((e for e in reversed(state.evals) if e.final), None)
+    if final_eval is not None and final_eval.mean_return_per_seed is not None:
+        out.update(_return_pct(final_eval.mean_return_per_seed, max_return, "eval_return_pct"))
+    return out
 
 
 def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_seconds: float,
@@ -91,7 +125,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
     final_eval = next((e for e in reversed(state.evals) if e.final), None)
     report = {
         "method": cfg.method, "env": cfg.env, "seeds": cfg.seeds, "first_seed": cfg.seed,
-        **summary,
+        **summary, **table_measures(state, cfg, game.max_return),
         # The Crafter score under its own name, as the paper reports it (None for other games).
         "crafter_score": summary["score"] if game.score_is_crafter else None,
         "crafter_score_std": summary["score_std"] if game.score_is_crafter else None,
@@ -217,6 +251,12 @@ def _markdown(r: dict, names, plots: list[str]) -> str:
         lines += ["", f"Mean episode return: {_pm(r['return_pct'], r['return_pct_std'], 2)} % of the most an episode "
                   f"can earn ({games.get(r['env']).max_return}), per seed "
                   f"{', '.join('n/a' if v is None else f'{v:.2f}' for v in r['return_pct_per_seed'])}."]
+        if r.get("return_pct_end") is not None:
+            lines.append(f"Of the episodes that ended in the last {r['return_pct_end_env_steps']:,} env steps per seed "
+                         f"(as Craftax's table scores a run): {_pm(r['return_pct_end'], r['return_pct_end_std'], 2)} %.")
+        if r.get("eval_return_pct") is not None:
+            lines.append(f"In the final evaluation (held-out worlds of the original game): "
+                         f"{_pm(r['eval_return_pct'], r['eval_return_pct_std'], 2)} %.")
     if games.get(r["env"]).score_is_crafter:
         lines += ["", "For reference, the paper's Table 1 (PPO agent, 4M params, pixels, 1M scored steps):", "",
                   "| model | score % | reward |", "|---|---|---|"]

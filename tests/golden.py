@@ -130,8 +130,9 @@ FLOAT32_SECTIONS = ("losses", "buffer")
 # Report sections added after the first goldens were recorded (nothing the run does changes with them): left out.
 ADDED_REPORT_KEYS = ("adaptation", "first_unlock_steps")
 # Entries added inside a section after its recording (issue 45: duplicates within a design, in `adaptation`; issue
-# 42: the KL limit's share of skipped minibatch steps, in every metrics line's `losses`).
-ADDED_ENTRIES = ("duplicate_environments", "kl_stopped")
+# 42: the KL limit's share of skipped minibatch steps, in every metrics line's `losses`; issue 73: each seed's mean
+# return, in every evaluation).
+ADDED_ENTRIES = ("duplicate_environments", "kl_stopped", "mean_return_per_seed")
 
 
 def without_keys(value, keys):
@@ -164,8 +165,7 @@ def check(got: tuple[dict, list[dict]], want: tuple[dict, list[dict]], ignore=AD
     keys the recording predates."""
     report, metrics = got
     want_report, want_metrics = want
-    report = {k: _without_added(v) if k == "adaptation" else v
-              for k, v in json.loads(json.dumps(report)).items() if k not in ignore}
+    report = {k: _without_added(v) for k, v in json.loads(json.dumps(report)).items() if k not in ignore}
     want_report = {k: v for k, v in want_report.items() if k not in ignore}
     diff = sorted(k for k in set(report) | set(want_report) if not approx_equal(report.get(k), want_report.get(k)))
     assert not diff, f"report.json differs in {diff}"

@@ -72,6 +72,14 @@ def test_study_runs_every_method_alike_and_compares_them(study):
         assert text in md, text
 
 
+def test_evaluations_keep_each_seeds_mean_return(study):
+    out, _ = study
+    for m in ("ppo", "random"):
+        final = json.loads((out / m / "report.json").read_text())["final_evaluation"]
+        per_seed = final["mean_return_per_seed"]
+        assert len(per_seed) == 2 and np.mean(per_seed) == pytest.approx(final["return_mean"], rel=1e-6)
+
+
 def _numpy_stats(x, r):
     """The study's statistics, recomputed with plain numpy (scipy only for the t distribution's tail)."""
     x, r = np.asarray(x, float), np.asarray(r, float)

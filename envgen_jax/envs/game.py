@@ -56,6 +56,11 @@ class Game:
     score_definition: str = ""
     score_is_crafter: bool = False           # the paper's Crafter score (report's crafter_score, Table 1)
     max_return: float | None = None          # the most an episode can earn: reports give return_pct (Craftax: 226)
+    # What study.md follows skill by skill (success in the scored phase, first unlock): Crafter's long chain (the
+    # paper's figure), Craftax's deep skills; and published mean returns (% of max_return) to set beside a study's.
+    chain: tuple[str, ...] = ()
+    chain_name: str = "The long chain"
+    published_return_pct: tuple[tuple[str, float], ...] = ()
 
     def make_env(self, observation: str = "symbolic", options: GameOptions | None = None) -> ConfigurableEnv:
         """The single-environment object (vmapped by `envs.vector.VecEnv`)."""

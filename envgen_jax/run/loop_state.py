@@ -33,6 +33,7 @@ class Evaluation:
     score_pooled: float | None          # of every seed's episodes pooled
     score_per_seed: list
     success_per_seed: list              # [S][A], in the env's achievement order
+    mean_return_per_seed: list | None = None  # [S] mean episode return (None: written before it was kept)
     score_key: str = "crafter_score"
 
     @classmethod

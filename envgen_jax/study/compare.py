@@ -19,8 +19,11 @@ from envgen_jax.study.settings import StudySettings
 from envgen_jax.study.stats import (REFERENCE, SECOND_REFERENCE, STATISTICS, difference, mean_ci, pairwise,
                                     with_holm)
 
-LONG_CHAIN = ("collect_stone", "make_stone_pickaxe", "place_furnace", "collect_iron", "make_iron_pickaxe",
-              "make_iron_sword")  # the paper's figure of unlock times
+# A game with a most-an-episode-can-earn (Craftax: 226) adds its return as % of it: of the scored phase's episodes
+# (the protocol's headline), of the episodes near the end of training (Craftax's table) and in held-out worlds.
+RETURN_MEASURES = ("return_pct", "return_pct_end", "eval_return_pct")
+
+LONG_CHAIN = games.get("crafter").chain  # the paper's figure of unlock times (each game names its own: Game.chain)
 
 
 def stale_restarts(chunks: list[dict]) -> dict:
@@ -73,16 +76,17 @@ def method_summary(run_dir: Path, report: dict | None, reference: dict | None, e
     if report is None:
         return entry
     chunks, game = read_lines(run_dir / "metrics.jsonl"), games.get(report["env"])
+    measures = measures_of(report)
     evals = [*report["cycle_evaluations"], *([report["final_evaluation"]] if report["final_evaluation"] else [])]
     entry.update({
         "seeds": report["seeds"], "env_steps": report["env_steps"], "scored_env_steps": report["scored_env_steps"],
         "scored_episodes_per_seed": report["episodes_per_seed"],
-        "score": mean_ci(report["score_per_seed"]), "reward": mean_ci(report["reward_per_seed"]),
+        **{k: mean_ci(report[f"{k}_per_seed"]) for k in measures},
         f"vs_{REFERENCE}": None if reference is None else {
-            k: difference(report[f"{k}_per_seed"], reference[f"{k}_per_seed"]) for k in ("score", "reward")},
+            k: difference(report[f"{k}_per_seed"], reference[f"{k}_per_seed"]) for k in measures_of(report, reference)},
         f"vs_{SECOND_REFERENCE}": None if second is None else {
-            k: difference(report[f"{k}_per_seed"], second[f"{k}_per_seed"]) for k in ("score", "reward")},
-        "first_unlock_steps": {a: report.get("first_unlock_steps", {}).get(a) for a in LONG_CHAIN},
+            k: difference(report[f"{k}_per_seed"], second[f"{k}_per_seed"]) for k in measures_of(report, second)},
+        "first_unlock_steps": {a: report.get("first_unlock_steps", {}).get(a) for a in game.chain},
         "llm_tokens": llm_tokens(run_dir / "llm_transcript.jsonl"),
         "steps_per_second": _steps_per_second(chunks),
         "achievements": report["achievements"], "achievements_std": report["achievements_std"],
@@ -97,6 +101,13 @@ def method_summary(run_dir: Path, report: dict | None, reference: dict | None, e
         "stale_restarts": stale_restarts(chunks),
     })
     return entry
+
+
+def measures_of(*reports: dict) -> tuple[str, ...]:
+    """The statistics every one of these report.json's has per seed: score and reward, and the return measures of
+    a game with a most-an-episode-can-earn (`RETURN_MEASURES`)."""
+    return ("score", "reward", *(k for k in RETURN_MEASURES if reports
+                                 and all(r.get(f"{k}_per_seed") is not None for r in reports)))
 
 
 def adaptation_summary(entries: list[dict] | None) -> dict | None:
@@ -139,6 +150,7 @@ def build_comparison(out: Path, settings: StudySettings, errors: dict[str, str] 
     reference = reports.get(REFERENCE)
     cfg = settings.run_config(settings.methods[0])
     plan = build_plan(cfg, get_method(cfg.method))
+    finished = {m: r for m, r in reports.items() if r is not None}
     methods = {m: method_summary(out / m, reports[m], reference if m != REFERENCE else None, errors.get(m),
                                  reports.get(SECOND_REFERENCE) if m != SECOND_REFERENCE else None)
                for m in settings.methods}
@@ -151,8 +163,8 @@ def build_comparison(out: Path, settings: StudySettings, errors: dict[str, str] 
         "reference": REFERENCE,
         "statistics": STATISTICS,
         "methods": methods,
-        "pairwise": {k: pairwise({m: r[f"{k}_per_seed"] for m, r in reports.items() if r is not None})
-                     for k in ("score", "reward")},
+        "pairwise": {k: pairwise({m: r[f"{k}_per_seed"] for m, r in finished.items()})
+                     for k in measures_of(*finished.values())},
         f"final_evaluation_vs_{REFERENCE}": final_versus_reference(methods),
     }
 

@@ -6,7 +6,6 @@ import numpy as np
 
 from envgen_jax import games
 from envgen_jax.report import PAPER_TABLE1, environment_learning_markdown
-from envgen_jax.study.compare import LONG_CHAIN
 from envgen_jax.study.stats import SECOND_REFERENCE, STATISTICS
 
 
@@ -44,7 +43,8 @@ def markdown(study: dict, plots: list[str]) -> str:
     done = {m: r for m, r in study["methods"].items() if r["status"] == "finished"}
     score_name = games.get(study["study"]["env"]).score_name
     lines = _setup(study) + _scores(study, done, score_name) + _versus_second(done, score_name)
-    lines += _pairs(study, score_name) + _long_chain(done) + _cost(done)
+    game = games.get(study["study"]["env"])
+    lines += _returns(study, done, game) + _pairs(study, score_name) + _long_chain(done, game) + _cost(done)
     if done:
         names = sorted(next(iter(done.values()))["achievements"])
         lines += _achievements(done, names) + _evaluations(study, done, score_name) + _adaptation(done)
@@ -166,23 +166,59 @@ def _pairs(study: dict, score_name: str) -> list[str]:
               f"{_p(r['p_value'])} | {_p(r['p_holm'])} | {_num(r['p_superior'], 2)} |" for r in pairs), ""]
 
 
-def _long_chain(done: dict) -> list[str]:
-    """The long chain's success in the scored phase and the env step of its first unlock, per method."""
-    if not (done and any(r.get("first_unlock_steps") for r in done.values())):
+def _long_chain(done: dict, game) -> list[str]:
+    """The game's chain of skills (`Game.chain`: Crafter's long chain, Craftax's deep skills): per skill and method,
+    success in the scored phase and the env step of the first unlock."""
+    if not (done and game.chain and any(r.get("first_unlock_steps") for r in done.values())):
         return []
-    lines = ["## The long chain: success in the scored phase and the first unlock", "",
+    lines = [f"## {game.chain_name}: success in the scored phase and the first unlock", "",
              "Success: % of scored episodes (mean over seeds). First unlock: the env step (per seed, at the end "
              "of the chunk) by which some training episode, in any environment, first unlocked it; median over "
              "the seeds that did, and how many did.", "",
-             "| method | " + " | ".join(LONG_CHAIN) + " |", "|---" * (len(LONG_CHAIN) + 1) + "|"]
-    for m, r in done.items():
+             "| skill | " + " | ".join(done) + " |", "|---" * (len(done) + 1) + "|"]
+    for a in game.chain:
         cells = []
-        for a in LONG_CHAIN:
+        for r in done.values():
             steps = [x for x in (r["first_unlock_steps"].get(a) or []) if x is not None]
             seeds = len(r["first_unlock_steps"].get(a) or [])
             unlock = f"{np.median(steps) / 1e6:.2f}M ({len(steps)}/{seeds})" if steps else f"never (0/{seeds})"
             cells.append(f"{_num(r['achievements'].get(a), 2)}%, {unlock}")
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _returns(study: dict, done: dict, game) -> list[str]:
+    """A game with a most-an-episode-can-earn (Craftax: 226): the mean episode return as % of it per method, three
+    ways (the scored phase's episodes, those near the end of training as Craftax's table, held-out worlds), against
+    the reference and every pair (Holm), and the published numbers beside them."""
+    if not game.max_return or not any(r.get("return_pct") for r in done.values()):
+        return []
+    ref, notes = study["reference"], []
+    titles = {"return_pct": "scored phase", "return_pct_end": "end of training (the table's measure)",
+              "eval_return_pct": "held-out worlds"}
+    lines = [f"## Mean episode return, % of {game.max_return:g}", "",
+             "Scored phase: every episode that ended in the scored phase (the protocol's headline). End of training: "
+             "the episodes that ended in the last 12 updates (how Craftax's table scores a run). Held-out worlds: "
+             "the final evaluation in new worlds of the original game. Mean +/- std over seeds, the 95% CI, and the "
+             f"difference from {ref} with Welch's p.", ""]
+    for key, title in titles.items():
+        rows = {m: r for m, r in done.items() if r.get(key)}
+        if not rows:
+            continue
+        lines += [f"| method | {title} | per seed | 95% CI | vs {ref} [95% CI] | p |", "|---" * 6 + "|"]
+        lines += [f"| {m} | " + " | ".join(_score_cells(m, key, r[key], (r[f"vs_{ref}"] or {}).get(key), ref, notes))
+                  + " |" for m, r in rows.items()]
+        lines.append("")
+    pairs = [r for r in study.get("pairwise", {}).get("return_pct", []) if r["p_holm"] is not None]
+    if pairs:
+        best = min(pairs, key=lambda r: r["p_holm"])
+        lines.append(f"Every pair (scored phase; Welch's p, Holm over {len(pairs)} pairs): the smallest adjusted p is "
+                     f"{best['a']} vs {best['b']}, {_num(best['difference'], 2, sign=True)}, p (Holm) "
+                     f"{_p(best['p_holm'])}.")
+    lines += [f"- {n}" for n in notes]
+    if game.published_return_pct:
+        lines += ["", f"Published (% of {game.max_return:g}, Craftax-1M, symbolic; their agents and measures, not "
+                  "ours): " + "; ".join(f"{m} {v}" for m, v in game.published_return_pct) + "."]
     return lines + [""]
 
 

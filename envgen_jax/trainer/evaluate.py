@@ -71,6 +71,7 @@ class EvalReport:
             "success_mean": {k: f(v) for k, v in self.success_mean.items()},
             "success_std": {k: f(v) for k, v in self.success_std.items()},
             "return_mean": f(self.return_mean), "return_std": f(self.return_std),
+            "mean_return_per_seed": [f(r) for r in self.mean_return],
             "mean_length_mean": f(np.nanmean(self.mean_length)) if np.any(self.episodes > 0) else None,
             f"{key}_mean": f(self.score_mean), f"{key}_std": f(self.score_std),
             f"{key}_pooled": f(self.score_pooled),

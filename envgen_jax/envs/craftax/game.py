@@ -16,6 +16,19 @@ CRAFTAX_ACHIEVEMENTS = tuple(sorted(TARGETING.own_levers))
 MAX_RETURN = 226  # every achievement once: 25 x 1 + 18 x 3 + 15 x 5 + 9 x 8 (env.MAX_RETURN, from craftax's table)
 
 
+# The skills an agent rarely meets by chance: each floor below the overworld entered, iron tools, a diamond, and
+# each deep floor's first melee monster defeated (craftax's names, its typo `orc_solider` included).
+DEEP_SKILLS = ("make_iron_pickaxe", "make_iron_sword", "collect_diamond",
+               "enter_dungeon", "enter_gnomish_mines", "enter_sewers", "enter_vault", "enter_troll_mines",
+               "enter_fire_realm", "enter_ice_realm", "enter_graveyard",
+               "defeat_orc_solider", "defeat_gnome_warrior", "defeat_lizard", "defeat_knight", "defeat_troll",
+               "defeat_pigman", "defeat_frost_troll", "defeat_necromancer")
+
+# Craftax-1M, symbolic, % of the maximum return (Craftax's README).
+PUBLISHED_1M = (("PPO", 2.2), ("PPO-RNN", 2.3), ("RND", 2.2), ("ICM", 2.2), ("E3B", 2.2), ("Efficient MBRL", 5.4),
+                ("Simulus", 6.6))
+
+
 class Craftax(Game):
     name = "craftax"
     title = "Craftax"
@@ -24,6 +37,8 @@ class Craftax(Game):
     prompts_dir = Path(__file__).parent / "prompts"
     targeting = TARGETING
     max_return = MAX_RETURN
+    chain, chain_name = DEEP_SKILLS, "The deep skills"
+    published_return_pct = PUBLISHED_1M
     score_name = "Crafter-formula score"
     score_is_crafter = False
     score_definition = ("Craftax's headline is the mean episode return of the scored-phase episodes as % of 226 "

@@ -43,6 +43,8 @@ class Crafter(Game):
     options_cls = CrafterOptions
     score_name = "Crafter score"
     score_is_crafter = True
+    chain = ("collect_stone", "make_stone_pickaxe", "place_furnace", "collect_iron", "make_iron_pickaxe",
+             "make_iron_sword")  # the paper's figure of unlock times
     score_definition = ("Crafter score: per seed, success rates pooled over every episode that finished in the "
                         "scored (final) phase, S = exp(mean_i ln(1 + s_i)) - 1 over the 22 achievements; then mean "
                         "+/- population std over seeds")
