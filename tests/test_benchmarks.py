@@ -469,3 +469,29 @@ def test_gpu_session_summary_reads_what_each_stage_left(tmp_path):
     assert out["stages"][1]["status"].startswith("timed out") and out["device"] == "gpu:NVIDIA H200"
     assert out["pixel_seed_axis"] == {k: v for k, v in seed_axis.items() if k != "environment"}
     assert out["pixel_agent_1m"] is None and out["e2e_cold"] is None
+
+
+def test_craftax_agent_screen_reads_finished_runs_and_applies_its_stated_rule(tmp_path):
+    from benchmarks import craftax_agent_screen as screen
+
+    def run(name, end_per_seed):
+        out = tmp_path / name
+        out.mkdir()
+        report = {"seeds": len(end_per_seed), "first_seed": 0, "env_steps": 999_424, "wall_seconds": 10.0,
+                  "return_pct_end_per_seed": end_per_seed, "return_pct_per_seed": [1.0] * len(end_per_seed),
+                  "score_per_seed": [0.5] * len(end_per_seed), "achievements": {"enter_dungeon": 2.0}}
+        (out / "report.json").write_text(json.dumps(report))
+        (out / "metrics.jsonl").write_text(json.dumps({"seconds": 4.0}) + "\n" + json.dumps({"seconds": 6.0}) + "\n")
+        return screen.row(name, out)
+
+    paper, close, better = run("paper", [2.0, 2.2]), run("mlp_ln_vn", [2.1, 2.2]), run("map", [2.5, 3.1])
+    assert close["return_pct_end"]["mean"] == pytest.approx(2.15) and close["train_seconds"] == 10.0
+    assert close["eval_return_pct"]["mean"] is None and close["deep_skills"]["enter_dungeon"] == 2.0
+    assert screen.choose([paper, close]) == "paper"       # within 0.1 points: the paper's agent stays
+    assert screen.choose([paper, close, better]) == "map"
+    assert screen.choose([close]) == "mlp_ln_vn" and screen.choose([]) is None
+    assert screen.row("lowsample", tmp_path / "absent") is None  # not finished: no row
+    screen.write([paper, better], tmp_path / "screen")
+    written = json.loads((tmp_path / "screen.json").read_text())
+    assert written["winner"] == "map" and written["rule"] == screen.RULE
+    assert "Winner by the rule: **map**" in (tmp_path / "screen.md").read_text()
