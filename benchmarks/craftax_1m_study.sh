@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The Craftax-1M study (issue 73), resumable across sessions and fresh checkouts:
+#   nohup bash benchmarks/craftax_1m_study.sh > runs/craftax_1m.log 2>&1 &
+# The code is pinned: the commit the study first ran at (kept in benchmarks/results/craftax_1m/commit; STUDY_COMMIT
+# overrides it before the first start) is checked out in a detached worktree, and that is what trains, whatever lands
+# on main meanwhile. Methods train one after another (--grouping sequential: 4 agents a run, so one method fits a
+# session on a 2-core CPU; a fused group of 20 agents would not, and its checkpoints, ~1 GB, cannot be committed).
+# The run directory is runs/craftax_1m (ignored by git); every finished method is copied, without checkpoints or
+# TensorBoard files, to benchmarks/results/craftax_1m/<method>/ (tracked) with study.md/json, and copied back into a
+# run directory that lacks it, so a fresh checkout loses at most the method that was training.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MAIN=$PWD
+KEEP=$MAIN/benchmarks/results/craftax_1m
+OUT=$MAIN/runs/craftax_1m
+mkdir -p "$OUT" "$KEEP"
+[ -f "$KEEP/commit" ] || git rev-parse "${STUDY_COMMIT:-HEAD}" > "$KEEP/commit"
+STUDY_COMMIT=$(cat "$KEEP/commit")
+TREE=${TREE:-$MAIN/../craftax_1m_tree}
+# The headline comparisons first, so a study cut short still answers the main question.
+METHODS=${METHODS:-ppo,envgen,scripted,random,sfl,plr,envgen_sfl,easy_to_hard}
+
+[ -d "$TREE" ] || git worktree add --detach "$TREE" "$STUDY_COMMIT" || exit 1
+for f in study.yaml; do [ -f "$OUT/$f" ] || [ ! -f "$KEEP/$f" ] || cp "$KEEP/$f" "$OUT/"; done
+for done in "$KEEP"/*/report.json; do
+  [ -f "$done" ] || continue
+  m=$(basename "$(dirname "$done")")
+  [ -f "$OUT/$m/report.json" ] || { rm -rf "${OUT:?}/$m"; cp -r "$KEEP/$m" "$OUT/$m"; }
+done
+
+keep_finished() {  # again on every pass: a run writes report.json before report.md and its plots
+  for report in "$OUT"/*/report.json; do
+    [ -f "$report" ] || continue
+    m=$(basename "$(dirname "$report")")
+    mkdir -p "$KEEP/$m"
+    tar -C "$OUT/$m" --exclude=./checkpoints --exclude=./tb -cf - . | tar -C "$KEEP/$m" -xf -
+  done
+  for f in study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png; do
+    [ -f "$OUT/$f" ] && cp "$OUT/$f" "$KEEP/"
+  done
+}
+
+( while sleep 120; do keep_finished; done ) &
+WATCH=$!
+trap 'kill $WATCH 2>/dev/null' EXIT
+cd "$TREE"
+JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE PYTHONPATH="$TREE" "$MAIN/.venv/bin/python" -m envgen_jax.cli study \
+  --config configs/craftax_study.yaml --methods "$METHODS" --seeds 4 --grouping sequential --out "$OUT"
+rc=$?
+keep_finished
+exit $rc
