@@ -48,7 +48,7 @@ import pytest  # noqa: E402
 
 from envgen_jax.envs.crafter import CrafterEnv  # noqa: E402
 from envgen_jax.trainer import reuse  # noqa: E402
-from tests.fast_compile import compile_once_across_processes  # noqa: E402
+from tests.fast_compile import COMPILER_LOGGER, compile_once_across_processes  # noqa: E402
 
 compile_once_across_processes()  # a program both workers need at once is compiled by one of them
 
@@ -243,7 +243,7 @@ if _COMPILE_LOG:
     jax.config.update("jax_log_compiles", True)  # compile, trace and cache-hit messages at WARNING, logger "jax"
     logging.getLogger("jax").addHandler(_CompileHandler())
     # A miss and its key are logged at DEBUG: let that one logger's DEBUG records through (to this handler).
-    logging.getLogger("jax._src.compiler").setLevel(logging.DEBUG)
+    logging.getLogger(COMPILER_LOGGER).setLevel(logging.DEBUG)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):

@@ -6,12 +6,43 @@ every test process (tests/conftest.py) and the multi-process runs' children (tes
 
 import os
 
+# JAX's private names the compile lock needs (jax 0.10 and 0.11 have them; nothing else in the suite or the package
+# touches JAX's internals): the modules under jax._src, the functions in them, and the logger that logs a cache miss
+# with its key at DEBUG (tests/conftest.py's compile log). A JAX without them: `compile_lock_problem` says what is
+# missing, tests/test_compile.py fails saying so, and the suite runs without the lock.
+PRIVATE_MODULES = ("compilation_cache", "compiler", "distributed", "monitoring")
+PRIVATE_FUNCTIONS = {"compiler": ("_compile_and_write_cache", "_cache_read", "log_persistent_cache_hit"),
+                     "compilation_cache": ("put_executable_and_time",)}
+COMPILE_AND_WRITE_PARAMETERS = ["backend", "computation", "executable_devices", "compile_options", "host_callbacks",
+                                "module_name", "cache_key"]
+COMPILER_LOGGER = "jax._src.compiler"
+
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
 
 def xla_flags(*extra: str) -> str:
     """The suite's XLA_FLAGS (tests/conftest.py), then `extra`, then FAST_COMPILE (the last level given wins)."""
     return " ".join([os.environ.get("XLA_FLAGS", ""), *extra, FAST_COMPILE]).strip()
+
+
+def compile_lock_problem() -> str | None:
+    """What of JAX's private names (`PRIVATE_FUNCTIONS`) this JAX lacks or has in another form; None: all there."""
+    import importlib
+    import inspect
+
+    try:
+        modules = {m: importlib.import_module(f"jax._src.{m}") for m in PRIVATE_MODULES}
+    except ImportError as e:
+        return f"jax._src has no {e.name}"
+    missing = [f"jax._src.{m}.{f}" for m, names in PRIVATE_FUNCTIONS.items() for f in names
+               if not callable(getattr(modules[m], f, None))]
+    if missing:
+        return f"this jax lacks {', '.join(missing)}"
+    parameters = list(inspect.signature(modules["compiler"]._compile_and_write_cache).parameters)
+    if parameters != COMPILE_AND_WRITE_PARAMETERS:
+        return f"jax._src.compiler._compile_and_write_cache takes ({', '.join(parameters)}), not the expected " \
+               f"({', '.join(COMPILE_AND_WRITE_PARAMETERS)})"
+    return None
 
 
 def compile_once_across_processes() -> None:
@@ -23,23 +54,19 @@ def compile_once_across_processes() -> None:
     alone (the keys differ by process): the other processes of a resumed run then load their programs too, instead
     of compiling them again while process 0 waits for them at the first collective. Wraps private functions of
     JAX's; where they are not there as expected, or ENVGEN_TEST_COMPILE_LOCK=0 (to measure this), or outside a test
-    run, each process compiles what it has not found, as JAX does."""
+    run, each process compiles what it has not found, as JAX does (where they are missing, tests/test_compile.py
+    fails saying what is missing)."""
     import fcntl
     import inspect
     import time
 
-    from jax._src import compilation_cache, compiler, distributed, monitoring
+    from jax._src import compilation_cache, compiler, distributed, monitoring  # PRIVATE_MODULES
 
     run_dir = os.environ.get("ENVGEN_TEST_RUN_DIR")
-    compile_and_write = getattr(compiler, "_compile_and_write_cache", None)
-    cache_read = getattr(compiler, "_cache_read", None)
-    write = getattr(compilation_cache, "put_executable_and_time", None)
-    if None in (run_dir, compile_and_write, cache_read, write) or os.environ.get("ENVGEN_TEST_COMPILE_LOCK") == "0":
+    if run_dir is None or os.environ.get("ENVGEN_TEST_COMPILE_LOCK") == "0" or compile_lock_problem() is not None:
         return
-    expected = ["backend", "computation", "executable_devices", "compile_options", "host_callbacks", "module_name",
-                "cache_key"]
-    if list(inspect.signature(compile_and_write).parameters) != expected:
-        return
+    compile_and_write, cache_read = compiler._compile_and_write_cache, compiler._cache_read
+    write = compilation_cache.put_executable_and_time
     read_takes_callbacks = "host_callbacks" in inspect.signature(cache_read).parameters  # jax 0.11
     locks = os.path.join(run_dir, "compile_locks")
     os.makedirs(locks, exist_ok=True)

@@ -2,7 +2,7 @@
 phase (compile, training, evaluation, LLM, checkpoint, other), written to the run directory as each phase ends so
 that a killed run still shows what it did.
 
-    record = CompileRecord()          # jax.monitoring listeners: name, input shapes, seconds, cache hit
+    record = CompileRecord()          # jax.monitoring listeners: name, seconds, cache hit; our call sites' input shapes
     with record: ...                  # record.summary() -> {"programs": [...], "seconds": ..., "cache_hits": ...}
 
     timing = RunTiming(out_dir, callbacks)     # the loop's Callbacks, with the timer and the record around them
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import threading
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 import jax
 
 from envgen_jax.run.log import write_text_atomic
+from envgen_jax.trainer.ahead import announced_inputs
 
 PHASES = ("compile", "training", "evaluation", "llm", "checkpoint", "other")
 # The loop's sections (`envgen_jax.run.loop.Callbacks.section`) -> phases; "init" and anything unnamed is "other".
@@ -35,71 +35,22 @@ _TRACE = "/jax/core/compile/jaxpr_trace_duration"
 _LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 _BACKEND = "/jax/core/compile/backend_compile_duration"  # an XLA compile, or a load from the persistent cache
 _CACHE_HIT = "/jax/compilation_cache/cache_hits"
-_SHAPES_LOGGER = "jax._src.interpreters.pxla"  # logs "Compiling <name> with global shapes and types [...]"
 _MAX_SHAPES = 8
 
 
-class _ShapeCapture(logging.Filter):
-    """Reads the input shapes from JAX's "Compiling ..." debug message, which JAX logs just before lowering a
-    program, without showing it: the logger is lowered to DEBUG while a record listens, and this filter drops what
-    the logger would not have let through before. Shared by every listening record (reference-counted)."""
-
-    def __init__(self):
-        super().__init__()
-        self.local = threading.local()
-        self.users = 0
-        self.threshold = logging.WARNING
-        self.saved_level = logging.NOTSET
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str) and record.msg.startswith("Compiling ") and len(record.args or ()) >= 2:
-            self.local.last = (str(record.args[0]), _shape_summary(record.args[1]))
-        return record.levelno >= self.threshold
-
-    def take(self, name: str) -> dict | None:
-        last = getattr(self.local, "last", None)
-        if last is None or last[0] != name:
-            return None
-        self.local.last = None
-        return last[1]
-
-    def attach(self) -> None:
-        with _lock:
-            self.users += 1
-            if self.users > 1:
-                return
-            log = logging.getLogger(_SHAPES_LOGGER)
-            self.saved_level, self.threshold = log.level, log.getEffectiveLevel()
-            log.addFilter(self)
-            log.setLevel(logging.DEBUG)
-
-    def detach(self) -> None:
-        with _lock:
-            self.users -= 1
-            if self.users > 0:
-                return
-            log = logging.getLogger(_SHAPES_LOGGER)
-            log.removeFilter(self)
-            log.setLevel(self.saved_level)
-
-
-def _shape_summary(avals) -> dict:
-    """{"inputs": count, "largest": the few largest distinct input shapes, e.g. "float32[16,8,64]"}."""
-    try:
-        avals = list(avals)
-        sized = sorted({(int(getattr(a, "size", 0) or 0), str(a)) for a in avals}, reverse=True)
-        return {"inputs": len(avals), "largest": [s for _, s in sized[:_MAX_SHAPES]]}
-    except Exception:  # another jax's message: the shapes are a nicety, never a failure
-        return {"inputs": None, "largest": []}
+def _shape_summary(avals: list) -> dict:
+    """{"inputs": count, "largest": the few largest distinct input types, e.g. "float32[16,8,64]"}."""
+    sized = sorted({(int(getattr(a, "size", 0) or 0), str(a)) for a in avals}, reverse=True)
+    return {"inputs": len(avals), "largest": [s for _, s in sized[:_MAX_SHAPES]]}
 
 
 _lock = threading.Lock()
-_shapes = _ShapeCapture()
 
 
 class CompileRecord:
-    """Every program compiled while listening: name, input shapes, seconds (trace + lowering + XLA compile or cache
-    load), whether the persistent cache served it. Thread-safe (programs compiled ahead in threads are recorded)."""
+    """Every program compiled while listening: name, input shapes (those our call sites note: `trainer.ahead.Program`;
+    none for another program), seconds (trace + lowering + XLA compile or cache load), whether the persistent cache
+    served it. Thread-safe (programs compiled ahead in threads are recorded)."""
 
     def __init__(self, earlier: list[dict] | None = None, session: int = 1):
         self.programs: list[dict] = list(earlier or [])
@@ -110,6 +61,8 @@ class CompileRecord:
 
     # jax.monitoring callbacks
     def _on_duration(self, event: str, duration: float, **kwargs) -> None:
+        if not self._listening:
+            return
         if event == _TRACE:
             with _lock:
                 self.trace_seconds += duration
@@ -121,29 +74,28 @@ class CompileRecord:
             lower_s = lower[1] if lower and lower[0] == name else 0.0
             hit = getattr(self._local, "hit", False)
             self._local.lower, self._local.hit = None, False
-            shapes = _shapes.take(name) or {"inputs": None, "largest": []}
+            inputs = announced_inputs(name)  # our call site's (trainer.ahead.Program); None for another program
+            shapes = _shape_summary(inputs) if inputs is not None else {"inputs": None, "largest": []}
             with _lock:
                 self.programs.append({"name": name, **shapes, "seconds": round(duration + lower_s, 4),
                                       "compile_seconds": round(duration, 4), "cache_hit": hit,
                                       "session": self.session})
 
     def _on_event(self, event: str, **kwargs) -> None:
-        if event == _CACHE_HIT:
+        if self._listening and event == _CACHE_HIT:
             self._local.hit = True
 
     def start(self) -> "CompileRecord":
         if not self._listening:
             jax.monitoring.register_event_duration_secs_listener(self._on_duration)
             jax.monitoring.register_event_listener(self._on_event)
-            _shapes.attach()
             self._listening = True
         return self
 
     def stop(self) -> None:
         if self._listening:
+            self._listening = False  # the listeners stay inert if this jax cannot remove them
             _unregister(self._on_duration, self._on_event)
-            _shapes.detach()
-            self._listening = False
 
     __enter__ = start
 
@@ -168,16 +120,12 @@ class CompileRecord:
 
 
 def _unregister(duration_listener, event_listener) -> None:
-    # Public unregister functions exist in the jax versions we run (0.10, 0.11); fall back to the lists otherwise.
-    try:
-        jax.monitoring.unregister_event_duration_listener(duration_listener)
-        jax.monitoring.unregister_event_listener(event_listener)
-    except (AttributeError, ValueError, AssertionError):
-        from jax._src import monitoring
-        for listeners, fn in ((monitoring._event_duration_secs_listeners, duration_listener),
-                              (monitoring._event_listeners, event_listener)):
-            if fn in listeners:
-                listeners.remove(fn)
+    """Remove the listeners through jax.monitoring's public functions (jax 0.10 and 0.11 have them); a jax without
+    them keeps them registered, and a stopped record ignores what they hear."""
+    for unregister, listener in (("unregister_event_duration_listener", duration_listener),
+                                 ("unregister_event_listener", event_listener)):
+        with contextlib.suppress(AttributeError, ValueError, AssertionError):
+            getattr(jax.monitoring, unregister)(listener)
 
 
 class PhaseTimer:

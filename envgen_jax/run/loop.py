@@ -38,7 +38,7 @@ from envgen_jax.run.failures import MemberFailures
 from envgen_jax.run.member import Member, concatenated, group_members, lay_out, sections, side_by_side
 from envgen_jax.run.parts import RunParts
 from envgen_jax.run.plan import Phase, phase_label, train_updates
-from envgen_jax.run.progress import chunk_done, progress_bar
+from envgen_jax.run.progress import Progress
 from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.run.log import logger
 from envgen_jax.run.loop_state import LoopState, load_loop_state
@@ -117,8 +117,8 @@ class EnvGenRun:
                         f"{len(self.members) * self.cfg.num_agents} agents in one compiled chunk")
         with sections("init", self.members):
             ts = jax.block_until_ready(self._initial_train_state())
-        bar = progress_bar(train_updates(self.plan) * self.cfg.steps_per_update, self.state.env_steps,
-                           self.cfg.output.progress)
+        bar = Progress(train_updates(self.plan) * self.cfg.steps_per_update, self.state.env_steps,
+                       self.cfg.output.progress)
         for m in self.members:
             m.view.status = bar.set_postfix_str
         try:
@@ -201,7 +201,7 @@ class EnvGenRun:
                 m.checkpoint(ts, reason="cycle boundary")
         self._last_checkpoint = time.monotonic()
 
-    def _train_chunk(self, ts, training: list[Member], bar):
+    def _train_chunk(self, ts, training: list[Member], bar: Progress):
         chunk = self.cfg.schedule.updates_per_chunk
         for m in training:
             if m.layout is None:
@@ -220,8 +220,7 @@ class EnvGenRun:
         seconds = time.monotonic() - start
         for m in training:
             ts = m.chunk_done(ts, m.metrics(metrics), seconds, chunk)
-        chunk_done(bar, chunk * self.cfg.steps_per_update, seconds, len(self.members) * self.cfg.num_agents,
-                   self._compiled)
+        bar.chunk_done(chunk * self.cfg.steps_per_update, seconds, len(self.members) * self.cfg.num_agents)
         self._compiled = True
         if time.monotonic() - self._last_checkpoint > 60 * self.cfg.output.checkpoint_minutes:
             for m in self._live(lambda m: m.phase is not None):

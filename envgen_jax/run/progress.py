@@ -1,41 +1,53 @@
-"""The run's progress bar (tqdm), whose ETA leaves out the first chunk's compile time."""
+"""The run's progress bar (tqdm, through its public interface), whose ETA leaves out the first chunk's compile time."""
 
 from __future__ import annotations
 
 
-class _NoBar:
-    def update(self, n): pass
-    def set_description(self, s): pass
-    def set_postfix_str(self, s): pass
-    def close(self): pass
+class Progress:
+    """A tqdm bar over a run's env steps per seed. The session's first chunk includes compilation (minutes on a CPU),
+    which would make the ETA several times too long, so until it is done the bar shows no ETA, and then a new bar
+    starts at the steps done (tqdm's `initial`): its rate, ETA and elapsed time count compiled chunks only."""
 
+    def __init__(self, total: int, done: int, enabled: bool, file=None):
+        self.total, self.enabled, self.file = total, enabled, file  # file: tqdm's (None: standard error)
+        self.description, self.compiled = "", False
+        self.bar = self._new_bar(done, leave=False)
 
-def progress_bar(total: int, done: int, enabled: bool):
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-    return tqdm(total=total, initial=done, unit="step", unit_scale=True, dynamic_ncols=True,
-                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {postfix}]")
+    def _new_bar(self, done: int, leave: bool = True):
+        if not self.enabled:
+            return None
+        from tqdm.auto import tqdm
+        return tqdm(total=self.total, initial=done, unit="step", unit_scale=True, dynamic_ncols=True, leave=leave, file=self.file,
+                    desc=self.description or None,
+                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, "
+                               "{postfix}]")
 
+    @property
+    def done(self) -> int:
+        return 0 if self.bar is None else self.bar.n
 
-def count_steps_not_time(bar, steps: int) -> None:
-    """Add a chunk's steps but not its time to tqdm's rate: the first chunk of a session includes compilation
-    (minutes on a CPU), which would make the ETA several times too long. Until a compiled chunk is timed the ETA
-    reads '?'."""
-    if getattr(bar, "disable", True):
-        return
-    bar.n += steps
-    bar.initial = bar.last_print_n = bar.n  # tqdm's rate: (n - initial) / elapsed, or its EMA of later updates
-    bar.last_print_t = bar._time()
-    bar.refresh()
+    def set_description(self, text: str) -> None:
+        self.description = text
+        if self.bar is not None:
+            self.bar.set_description(text)
 
+    def set_postfix_str(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(text)
 
-def chunk_done(bar, steps: int, seconds: float, agents: int, compiled: bool) -> None:
-    """Advance the bar by a chunk of `steps` env steps per seed that took `seconds`; the session's first chunk
-    (`compiled` False) includes compilation, so its time is left out of the rate."""
-    if compiled:
-        bar.update(steps)
-        bar.set_postfix_str(f"{steps * agents / seconds:,.0f} steps/s")
-    else:
-        count_steps_not_time(bar, steps)
-        bar.set_postfix_str(f"compiled and ran the first chunk in {seconds:.0f}s")
+    def chunk_done(self, steps: int, seconds: float, agents: int) -> None:
+        """Advance by a chunk of `steps` env steps per seed that took `seconds` (all `agents` together)."""
+        if self.bar is None:
+            return
+        if self.compiled:
+            self.bar.update(steps)
+            self.bar.set_postfix_str(f"{steps * agents / seconds:,.0f} steps/s")
+            return
+        done = self.bar.n + steps
+        self.bar.close()
+        self.bar, self.compiled = self._new_bar(done), True
+        self.bar.set_postfix_str(f"compiled and ran the first chunk in {seconds:.0f}s")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

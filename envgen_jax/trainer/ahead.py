@@ -9,14 +9,55 @@ time between phases, takes their compile time off the run's critical path:
     compiled = ahead.get(args, static)          # the executable (waits for it), or None: call the jitted function
 
 A call whose arguments have other types (another layout, another bank size) finds nothing and compiles as usual.
+
+The trainer's programs are `Program`s: jitted functions that note, in the calling thread, the types of the inputs
+of each call, lowering or trace, so that a run's compile record (`run/compile_record.py`, listening to JAX's public
+`jax.monitoring` events, which name a program but not its inputs) can say what each compiled program took.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from typing import Any, Callable
 
 import jax
+
+_CALLS = threading.local()  # .last: (program name, input types) of this thread's latest Program call
+
+
+class Program:
+    """`jax.jit(fn, **options)` that notes its inputs' types before each call, `lower` and `trace`
+    (`announced_inputs`)."""
+
+    def __init__(self, fn: Callable, **options):
+        self.name = fn.__name__
+        self.jitted = jax.jit(fn, **options)
+
+    def _note(self, args) -> None:
+        _CALLS.last = (self.name, [jax.typeof(x) for x in jax.tree.leaves(args)])
+
+    def __call__(self, *args, **kwargs):
+        self._note(args)
+        return self.jitted(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        self._note(args)
+        return self.jitted.lower(*args, **kwargs)
+
+    def trace(self, *args, **kwargs):
+        self._note(args)
+        return self.jitted.trace(*args, **kwargs)
+
+
+def announced_inputs(program: str) -> list | None:
+    """The input types this thread's latest `Program` call noted, if it was the program JAX names `program`
+    ("jit(_train_chunk)" or "_train_chunk"); taken once."""
+    last = getattr(_CALLS, "last", None)
+    if last is None or program not in (last[0], f"jit({last[0]})"):
+        return None
+    _CALLS.last = None
+    return last[1]
 
 
 def signature(args: tuple, static: dict) -> tuple:

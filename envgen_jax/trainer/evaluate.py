@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envgen_jax.trainer.ahead import AheadOfTime
+from envgen_jax.trainer.ahead import AheadOfTime, Program
 from envgen_jax.trainer.layouts import layout, rows_axis
 from envgen_jax.trainer.metrics import (RowStats, across_seeds, mean_or_nan, nan_to_none, pool_rows,
                                         row_stats_from_steps, success_rates, to_host)
@@ -113,7 +113,7 @@ class Evaluator:
         self.max_steps = max_steps
         self.venv = venv if venv is not None else _default_vecenv(trainer.env, trainer.cfg, num_envs)
         self.trace_count = 0
-        self._jit = jax.jit(self._run, static_argnames=("key_period",))
+        self._jit = Program(self._run, static_argnames=("key_period",))
         self.ahead = AheadOfTime()  # the program compiled in a thread (`precompile`)
 
     def _act(self, params, memory, obs, key, mode):

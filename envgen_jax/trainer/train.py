@@ -35,7 +35,7 @@ import numpy as np
 from envgen_jax.envs.vector import SampledVecState, VecEnv
 from envgen_jax.schema import ConfigError
 from envgen_jax.trainer import migrations, minibatch
-from envgen_jax.trainer.ahead import AheadOfTime
+from envgen_jax.trainer.ahead import AheadOfTime, Program
 from envgen_jax.trainer.layouts import draws_rows, layout, rows_axis
 from envgen_jax.trainer.encoders import make_network as build_network
 from envgen_jax.trainer.metrics import ChunkMetrics, RowStats, row_stats_from_steps
@@ -143,10 +143,10 @@ class Trainer:
         self.initial_memory, self.forget = self.agent.initial_memory, self.agent.forget
         self.over_seeds = functools.partial(over_seeds, how=cfg.execution.seed_axis)  # training, init and evaluation
         self.trace_counts = {"init": 0, "train_chunk": 0, "reset_envs": 0}
-        self._init_jit = jax.jit(self._init)
-        self._init_blank_jit = jax.jit(self._init_blank)
-        self._reset_jit = jax.jit(self._reset_envs, donate_argnums=(0,))
-        self._chunk_jit = jax.jit(self._train_chunk, static_argnames=("num_updates",), donate_argnums=(0,))
+        self._init_jit = Program(self._init)
+        self._init_blank_jit = Program(self._init_blank)
+        self._reset_jit = Program(self._reset_envs, donate_argnums=(0,))
+        self._chunk_jit = Program(self._train_chunk, static_argnames=("num_updates",), donate_argnums=(0,))
         self.ahead = AheadOfTime()  # train_chunk programs compiled in a thread (`precompile_chunk`)
 
     def hparams(self, values: dict | None = None, count: int | None = None) -> Hyperparams:
