@@ -285,7 +285,7 @@ stage e2e_warm "$T_E2E_WARM" "$PY" benchmarks/run_all.py --parts e2e --compile-c
   --out-dir "$RESULTS/e2e_warm" "${E2E_ARGS[@]}"
 stage training "$T_TRAINING" "$PY" benchmarks/run_all.py --parts training --fresh --out-dir "$RESULTS/training" \
   "${TRAIN_ARGS[@]}"
-# issue 64 item 1: Craftax's short loops as scans vs unrolled (game_options.step_loops), counted and timed, then
+# issue 64 item 1: Craftax's short loops as scans vs unrolled (benchmarks/unrolled_loops.py), counted and timed, then
 # under XLA's loop options: command buffers for WHILE and CONDITIONAL, and with their loops unrolled too (flag names
 # as jax 0.11.2's XLA accepts them: an unknown XLA flag is fatal, so --check and --cpu-tiny try them on a CPU)
 STEP_LOOPS_CMDBUF_FLAGS=${STEP_LOOPS_CMDBUF_FLAGS:---xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL --xla_gpu_graph_min_graph_size=1}
@@ -310,6 +310,13 @@ same = {r["envs"] for r in rows if r["variant"] == "scan"} == {r["envs"] for r i
 print("unrolled" if rows and same and ms["unrolled"] < ms["scan"] else "scan")' "$RESULTS/step_loops.json")
   say "STEP_LOOPS=auto: $STEP_LOOPS (from $RESULTS/step_loops.json)"
 fi
+# The runs below with Crafter's short loops as chosen: the package keeps craftax's scans; unrolled is the experiment
+# outside it, the same command through benchmarks/unrolled_loops.py
+case "$STEP_LOOPS" in
+  scan) LOOPS_CLI=(-m envgen_jax.cli) ;;
+  unrolled) LOOPS_CLI=(benchmarks/unrolled_loops.py) ;;
+  *) say "STEP_LOOPS: '$STEP_LOOPS' is not one of scan, unrolled, auto"; exit 1 ;;
+esac
 # PIXEL_CMDBUF=1: the pixel stages under command buffers for loops (1.6x the rollout on the 2026-11-27 lease)
 PIXEL_XLA_FLAGS=${PIXEL_XLA_FLAGS:---xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL --xla_gpu_graph_min_graph_size=1}
 XENV=(); XLABEL=default
@@ -324,11 +331,11 @@ QUIET=(output.progress=false output.tensorboard=false output.pictures=false outp
 wide_learn() {  # wide_learn bfloat16|float32 NAME
   local dtype=$1 name=$2
   if [ "${WIDE_RESUME:-0}" = 1 ] && [ -d "$RESULTS/$name" ]; then
-    stage "$name" "$T_WIDE_LEARN" "${XENV[@]}" "$PY" -m envgen_jax.cli train --resume "$RESULTS/$name"
+    stage "$name" "$T_WIDE_LEARN" "${XENV[@]}" "$PY" "${LOOPS_CLI[@]}" train --resume "$RESULTS/$name"
   else
-    stage "$name" "$T_WIDE_LEARN" "${XENV[@]}" "$PY" -m envgen_jax.cli train --config "$WIDE" --out "$RESULTS/$name" \
+    stage "$name" "$T_WIDE_LEARN" "${XENV[@]}" "$PY" "${LOOPS_CLI[@]}" train --config "$WIDE" --out "$RESULTS/$name" \
       --set seeds="$WIDE_LEARN_SEEDS" schedule.cycles=0 schedule.final_steps="$WIDE_LEARN_STEPS" "${QUIET[@]}" \
-      execution.compute_dtype="$dtype" game_options.step_loops="$STEP_LOOPS" "${WIDE_LEARN_ARGS[@]}"
+      execution.compute_dtype="$dtype" "${WIDE_LEARN_ARGS[@]}"
   fi
   case ",$STAGES," in *",$name,"*)
     if [ "$CHECK" = 1 ]; then
@@ -366,10 +373,10 @@ RECORDED_STRATEGY=(llm.strategy.repair_temperature=0.7 llm.strategy.envs_per_rep
                    llm.strategy.only_changes=true llm.strategy.advice=all llm.strategy.analysis=each_reply
                    llm.strategy.distinct=false llm.strategy.weak_needs=false llm.strategy.focus=none
                    llm.strategy.weak_levers=false)
-stage pixel_study "$T_PIXEL_STUDY" "${XENV[@]}" "$PY" -m envgen_jax.cli study --config "$WIDE" \
+stage pixel_study "$T_PIXEL_STUDY" "${XENV[@]}" "$PY" "${LOOPS_CLI[@]}" study --config "$WIDE" \
   --methods ppo,scripted,envgen --seeds "$PIXEL_STUDY_SEEDS" --out "$RESULTS/pixel_study" \
   --replay "envgen=$RECORDED/envgen/llm_transcript.jsonl" "${SCHEDULE_ARGS[@]}" \
-  --set "${QUIET[@]}" game_options.step_loops="$STEP_LOOPS" "${RECORDED_STRATEGY[@]}" "${PIXEL_STUDY_ARGS[@]}"
+  --set "${QUIET[@]}" "${RECORDED_STRATEGY[@]}" "${PIXEL_STUDY_ARGS[@]}"
 stage study_fused "$T_STUDY_FUSED" "$PY" -m envgen_jax.cli study --config configs/study_cpu.yaml \
   --methods ppo,random,envgen,fixed,easy_to_hard,adversarial,plr,sfl,envgen_sfl,scripted \
   --seeds "$STUDY_FUSED_SEEDS" --out "$RESULTS/study_fused" "${SCHEDULE_ARGS[@]}" \

@@ -4,7 +4,8 @@
     python benchmarks/pixel_speed.py --cpu-tiny --seeds 1,2 --out /tmp/pixel_speed.json      # a dry run on a CPU
     python benchmarks/pixel_speed.py --config configs/crafter_ppo_paper_agent_wide.yaml --seeds 1,4,8,16 \
         --variants dense:bfloat16 --parts chunk --out ...      # the wide rollout's whole updates (issue 64 item 2)
-    ... --set game_options.step_loops=unrolled                 # any run-configuration override
+    ... --set game_options.step_loops=unrolled                 # any run-configuration override (this one: the
+                                                               # short loops unrolled, benchmarks/unrolled_loops.py)
     XLA_FLAGS=... python benchmarks/pixel_speed.py --label cmdbuf --out ...   # a variant of XLA's options: a process
 
 Parts, each its own compiled program over S seeds (--config's sizes; by default configs/crafter_ppo_paper_agent.yaml's:
@@ -195,8 +196,16 @@ def main(argv=None) -> dict:
     from envgen_jax.run_config import load_run_config
 
     args.config_name = args.config.name
-    cfg = load_run_config(args.config, [*(TINY if args.cpu_tiny else []), *args.set])
-    env = games.get(cfg.env).make_env(cfg.observation, cfg.game_options)
+    # `game_options.step_loops=unrolled` (rows keep it in their `set`) is the experiment outside the package:
+    # Crafter's env with its short loops unrolled (benchmarks/unrolled_loops.py)
+    unrolled = "game_options.step_loops=unrolled" in args.set
+    cfg = load_run_config(args.config, [*(TINY if args.cpu_tiny else []),
+                                        *(s for s in args.set if not s.startswith("game_options.step_loops="))])
+    if unrolled:
+        from benchmarks.unrolled_loops import make_env
+        env = make_env("unrolled", cfg.observation)
+    else:
+        env = games.get(cfg.env).make_env(cfg.observation, cfg.game_options)
     bank = make_params([CrafterConfig.original()])
     rows = jax.device_put(np.zeros(cfg.ppo.num_envs, np.int32))
     old = json.loads(args.out.read_text()) if args.out.exists() else {}

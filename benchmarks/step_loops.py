@@ -6,7 +6,7 @@ and, with --time, how long the env step takes at each batch size for each.
     XLA_FLAGS=... python benchmarks/step_loops.py --time 8,128 --label cmdbuf --out ...      # XLA's options: a process
     python benchmarks/step_loops.py --cpu-tiny --time 2 --out /tmp/step_loops.json           # a dry run
 
-Programs, each compiled for the device it runs on (`game_options.step_loops`: scan | unrolled):
+Programs, each compiled for the device it runs on (scan | unrolled: benchmarks/unrolled_loops.py):
     step     `CrafterEnv.step` vmapped over --envs envs (default 8): craftax's step plus the pixel render, the program
              the issue counted (73 while loops, about 1,005 fusions on a CPU with jax 0.10.2)
     vecstep  `VecEnv.step`, what the rollout runs: the step and render, plus the auto-reset's spare world (one world
@@ -42,6 +42,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks.common import environment, time_interleaved, write_text_atomic  # noqa: E402
+from benchmarks.unrolled_loops import make_env  # noqa: E402
 
 VARIANTS = ("scan", "unrolled")
 WIDE = Path(__file__).resolve().parent.parent / "configs" / "crafter_ppo_paper_agent_wide.yaml"
@@ -65,11 +66,10 @@ def lowered_whiles(traced, platform: str) -> int | None:
 def programs(variant: str, num_envs: int, steps: int, concrete: bool = True):
     """{name: (function, args)} of the programs to count and time, for one variant; `concrete` False: the env states
     as shapes only (enough to trace, lower and compile: nothing is generated or run)."""
-    from envgen_jax import games
     from envgen_jax.envs.crafter import CrafterConfig, make_params
     from envgen_jax.envs.vector import VecEnv
 
-    env = games.get("crafter").make_env("pixels", {"step_loops": variant})
+    env = make_env(variant, "pixels")
     venv = VecEnv(env, num_envs, resets_per_step=1)
     bank = make_params([CrafterConfig.original()])
     rows = jnp.zeros(num_envs, jnp.int32)
@@ -119,7 +119,6 @@ def chunk_loops(variant: str):
     counted by the function that holds them."""
     import dataclasses
 
-    from envgen_jax import games
     from envgen_jax.envs.crafter import CrafterConfig, make_params
     from envgen_jax.envs.vector import RowSampler
     from envgen_jax.run_config import load_run_config
@@ -127,8 +126,8 @@ def chunk_loops(variant: str):
     from envgen_jax.trainer.train import lowered_chunk
 
     tiny = ["network.conv.channels=[4,8]", "network.conv.width=16", "network.conv.head_width=32"]
-    cfg = load_run_config(WIDE, [*tiny, f"game_options.step_loops={variant}"])
-    env = games.get(cfg.env).make_env(cfg.observation, cfg.game_options)
+    cfg = load_run_config(WIDE, tiny)
+    env = make_env(variant, cfg.observation)
     trainer = make_trainer(env, dataclasses.replace(cfg.trainer_ppo, num_agents=2))
     bank = make_params([CrafterConfig.original()] * 4)
     layouts = {"fixed": np.zeros(cfg.ppo.num_envs, np.int32), "drawn": RowSampler(np.full(4, 0.25, np.float32))}

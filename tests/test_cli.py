@@ -220,3 +220,28 @@ def test_messages_are_shown_once_even_after_absl_configures_the_root_logger():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("from envgen_jax") == 1 and "from envgen_jax" not in done.stderr
+
+
+@pytest.mark.parametrize("flags, reason", [
+    (["--coordinator", "nohost:notaport", "--num-processes", "2", "--process-id", "0"],
+     "--coordinator: 'nohost:notaport' is not HOST:PORT with a port in 1..65535"),
+    (["--coordinator", "localhost:99999", "--num-processes", "2", "--process-id", "1"],
+     "--coordinator: 'localhost:99999' is not HOST:PORT with a port in 1..65535"),
+    (["--coordinator", "localhost", "--num-processes", "2", "--process-id", "0"],
+     "--coordinator: 'localhost' is not HOST:PORT"),
+    (["--coordinator", ":8476", "--num-processes", "2", "--process-id", "0"], "--coordinator: ':8476' is not"),
+    (["--coordinator", "localhost:8476", "--num-processes", "0", "--process-id", "0"],
+     "--num-processes: 0 is not a process count (1 or more)"),
+    (["--coordinator", "localhost:8476", "--num-processes", "2", "--process-id", "2"],
+     "--process-id: 2 is not in 0..1"),
+])
+def test_bad_launch_arguments_get_one_line_and_exit_1_before_jax_starts(flags, reason, capsys, monkeypatch):
+    import jax
+
+    def never(*args, **kwargs):
+        raise AssertionError("JAX's multi-process runtime started on bad arguments")
+
+    monkeypatch.setattr(jax.distributed, "initialize", never)
+    assert main(["train", "--config", str(ROOT / "configs" / "smoke.yaml"), *flags]) == 1
+    err = capsys.readouterr().err.strip().splitlines()  # the CLI's form of bad input: what, then the one problem
+    assert err[0] == "error: invalid arguments (1 problem):" and len(err) == 2 and reason in err[1], err

@@ -243,3 +243,61 @@ def test_older_keys_are_moved_by_one_function_with_one_message():
     movers = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
               if "move_old_keys(" in p.read_text() and "def move_old_keys(" not in p.read_text()]
     assert movers == ["llm/settings.py", "run_config.py", "study/settings.py"]
+
+
+def _patched_modules(source: str, filename: str) -> list[str]:
+    """Where `source` assigns to an attribute of a jax or craftax module (`jax.lax.scan = ...`, `setattr(jax.random,
+    ...)`, `craftax.x.y += ...`), as file:line, through the names it imports them under."""
+    tree = ast.parse(source)
+    roots = {"jax", "craftax"}
+    for node in ast.walk(tree):  # `import jax.numpy as jnp`, `from craftax.craftax import game_logic as gl`
+        if isinstance(node, ast.Import):
+            roots |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in {"jax", "craftax"}}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in {"jax", "craftax"}:
+            roots |= {a.asname or a.name for a in node.names}
+
+    def of_module(target) -> bool:
+        while isinstance(target, ast.Attribute):
+            target = target.value
+        return isinstance(target, ast.Name) and target.id in roots
+
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+                   if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        for t in targets:
+            for leaf in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                if isinstance(leaf, ast.Attribute) and of_module(leaf.value):
+                    found.append(f"{filename}:{node.lineno}")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr")
+                and node.args and of_module(node.args[0])):
+            found.append(f"{filename}:{node.lineno}")
+    return found
+
+
+def test_no_patched_modules():
+    """Issue 74: the package never replaces anything of jax's or craftax's (the unrolled-loop experiment that did
+    lives in benchmarks/)."""
+    found = [hit for path in sorted(PACKAGE.rglob("*.py"))
+             for hit in _patched_modules(path.read_text(), str(path.relative_to(PACKAGE.parent)))]
+    assert not found, f"assignments to attributes of jax or craftax modules: {found}"
+    bad = ("import jax\nimport jax.numpy as jnp\nfrom craftax.craftax import game_logic as gl\n"
+           "jax.lax.scan, x = 1, 2\njnp.foo = 1\ngl.spawn_mobs += 1\nsetattr(jax.random, 'choice', 1)\n"
+           "state.x = 1\nself.jax = 2\n")
+    assert _patched_modules(bad, "f.py") == ["f.py:4", "f.py:5", "f.py:6", "f.py:7"]
+    experiment = PACKAGE.parent / "benchmarks" / "unrolled_loops.py"
+    assert _patched_modules(experiment.read_text(), "unrolled_loops.py")  # the scan sees what it is there for
+
+
+# What is left of issue 74's item 3: the multi-process launcher detection reads JAX's own ClusterEnv (process 0's
+# address, for the relay that explains a lost process 0), until a supervising parent process replaces the relay.
+KNOWN_PRIVATE = {"envgen_jax/run/distributed.py"}
+
+
+def test_no_private_jax_imports():
+    """Issue 74: nothing in the package reaches into JAX's internals (`jax._src`) but the one use left
+    (KNOWN_PRIVATE), which this fails to remind to strike once it is gone."""
+    found = {str(path.relative_to(PACKAGE.parent)): n for path in sorted(PACKAGE.rglob("*.py"))
+             for n, line in enumerate(path.read_text().splitlines(), 1) if "jax._src" in line}
+    assert set(found) <= KNOWN_PRIVATE, f"jax._src in the package: {found}"
+    assert set(found) == KNOWN_PRIVATE, f"gone from {KNOWN_PRIVATE - set(found)}: strike it from KNOWN_PRIVATE"

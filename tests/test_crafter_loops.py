@@ -1,5 +1,5 @@
-"""Craftax's short per-step loops traced unrolled (`game_options.step_loops: unrolled`, envs/crafter/loops.py): the
-same outputs bit for bit as craftax's scans, with fewer loops in the program."""
+"""Craftax's short per-step loops traced unrolled, the experiment outside the package (benchmarks/unrolled_loops.py,
+until a GPU measures it faster): the same outputs bit for bit as craftax's scans, with fewer loops in the program."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from benchmarks.unrolled_loops import UnrolledCrafterEnv, make_env, short_loops_unrolled, unrolled_crafter
 from envgen_jax import games
 from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, make_params
-from envgen_jax.envs.crafter.loops import short_loops_unrolled
 from envgen_jax.envs.draws import weighted_choice
 from envgen_jax.schema import ConfigError
 
@@ -103,15 +103,17 @@ def test_weighted_choice_draws_the_same_without_its_search_loop():
     assert "stablehlo.while" not in traced.lower(lowering_platforms=("cuda",)).as_text()
 
 
-def test_step_loops_is_a_checked_game_option():
+def test_the_package_keeps_craftaxs_loops_and_the_experiment_swaps_the_game_in_the_registry():
     crafter = games.get("crafter")
-    assert crafter.make_env("pixels").step_loops == "scan"  # the default until a GPU measures unrolled faster
-    assert crafter.make_env("pixels", {"step_loops": "unrolled"}).step_loops == "unrolled"
+    assert type(crafter.make_env("pixels", {"step_loops": "scan"})) is CrafterEnv  # older configurations load
     with pytest.raises(ConfigError) as err:
-        crafter.read_options({"step_loops": "fast"})
-    assert err.value.problems == ["game_options.step_loops: 'fast' is not one of 'scan', 'unrolled'"]
-    with pytest.raises(ValueError, match="step_loops must be one of scan, unrolled"):
-        CrafterEnv(step_loops="fast")
+        crafter.read_options({"step_loops": "unrolled"})
+    assert err.value.problems == ["game_options.step_loops: 'unrolled' is not one of 'scan'"]
+    with unrolled_crafter():
+        assert type(games.get("crafter").make_env("pixels")) is UnrolledCrafterEnv
+    assert games.get("crafter") is crafter and type(make_env("scan")) is CrafterEnv
+    with pytest.raises(ValueError, match="variant: 'fast' is not one of 'scan', 'unrolled'"):
+        make_env("fast")
 
 
 # Worlds with many mobs and short days: zombies, cows, skeletons, arrows, night spawns, fights and deaths all run
@@ -129,8 +131,7 @@ STEPS = 96
 def _steps(step_loops: str, params):
     """A jitted run of STEPS random actions per env (vmapped CrafterEnv.step), keeping every step's pixels, symbolic
     view, rewards, dones and achievements, and the final state: traced (not yet compiled)."""
-    pixels = CrafterEnv("pixels", step_loops=step_loops)
-    symbolic = CrafterEnv("symbolic", step_loops=step_loops)
+    pixels, symbolic = make_env(step_loops, "pixels"), make_env(step_loops, "symbolic")
     n = len(CONFIGS)
 
     def run(key, state):
@@ -152,7 +153,7 @@ def test_unrolled_step_is_bit_identical_over_many_steps_pixels_included():
     keys = jax.random.split(jax.random.PRNGKey(3), len(CONFIGS))
     _, state = jax.jit(jax.vmap(CrafterEnv().reset))(keys, params)
     # world generation too (its diamond is a weighted draw): the same worlds, no loop for a GPU
-    reset = jax.jit(jax.vmap(CrafterEnv(step_loops="unrolled").reset)).trace(keys, params)
+    reset = jax.jit(jax.vmap(UnrolledCrafterEnv().reset)).trace(keys, params)
     assert "stablehlo.while" not in reset.lower(lowering_platforms=("cuda",)).as_text()
     jax.tree.map(np.testing.assert_array_equal, jax.device_get(reset.lower().compile()(keys, params)[1]),
                  jax.device_get(state))

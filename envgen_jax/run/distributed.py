@@ -66,8 +66,7 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
             raise ConfigError([f"{', '.join(missing)}: needed with {', '.join(k for k in given if k not in missing)}"
                                " (a multi-process run takes all three, or none under SLURM / Open MPI)"],
                               what="arguments")
-        if not 0 <= process_id < num_processes:
-            raise ConfigError([f"--process-id: {process_id} is not in 0..{num_processes - 1}"], what="arguments")
+        check_launch_arguments(coordinator, num_processes, process_id)
     elif not launched_by_cluster():
         return False
     if coordinator is not None and process_id != 0:
@@ -94,6 +93,22 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         sys.stdout = open(os.devnull, "w")
         os.environ["TQDM_DISABLE"] = "1"
     return True
+
+
+def check_launch_arguments(coordinator: str, num_processes: int, process_id: int) -> None:
+    """The flags of a multi-process run, checked before JAX's runtime sees them (it crashes on an address it cannot
+    parse and waits forever on a port that cannot exist): ConfigError, one line per problem."""
+    problems = []
+    host, sep, port = coordinator.rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit() or not 1 <= int(port) <= 65535:
+        problems.append(f"--coordinator: {coordinator!r} is not HOST:PORT with a port in 1..65535 "
+                        "(e.g. host0:8476, the address of process 0)")
+    if num_processes < 1:
+        problems.append(f"--num-processes: {num_processes} is not a process count (1 or more)")
+    elif not 0 <= process_id < num_processes:
+        problems.append(f"--process-id: {process_id} is not in 0..{num_processes - 1}")
+    if problems:
+        raise ConfigError(problems, what="arguments")
 
 
 def _from_launcher(timeout_s: float) -> tuple:

@@ -10,7 +10,6 @@ version). Stepping is craftax's own `craftax_step`, imported, not copied.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Sequence
 
@@ -25,12 +24,10 @@ from flax import struct
 
 from envgen_jax.envs.bank import Bank
 from envgen_jax.envs.crafter import config as C
-from envgen_jax.envs.crafter.loops import short_loops_unrolled
 from envgen_jax.envs.crafter.worldgen import LAVA, generate_world
 
 ACHIEVEMENTS = tuple(a.name.lower() for a in Achievement)  # craftax's order (not Crafter's alphabetical one)
 NUM_ACTIONS = 17
-STEP_LOOPS = ("scan", "unrolled")  # how craftax's short per-step loops are traced (CrafterEnv.step_loops)
 
 
 @struct.dataclass
@@ -104,20 +101,14 @@ class CrafterEnv:
     observation: "symbolic" (f32[1345], craftax's symbolic view) or "pixels" (u8[63, 63, 3], craftax's pixel view
     rounded to bytes: a quarter of the float rollout memory; the network scales it to [0, 1]. The first use builds
     craftax's texture cache, ~20 s once per install).
-    step_loops: "scan" (craftax's short per-step loops and weighted draws stay XLA while loops) or "unrolled" (traced
-    as straight-line code, `loops.short_loops_unrolled`, in the step, the renderers and world generation; the same
-    outputs bit for bit, fewer loops for a GPU to launch).
     """
 
     observation: str = "symbolic"
     static: StaticEnvParams = StaticEnvParams()
-    step_loops: str = "scan"
 
     def __post_init__(self):
         if self.observation not in ("symbolic", "pixels"):
             raise ValueError(f"observation must be 'symbolic' or 'pixels', got {self.observation!r}")
-        if self.step_loops not in STEP_LOOPS:
-            raise ValueError(f"step_loops must be one of {', '.join(STEP_LOOPS)}, got {self.step_loops!r}")
 
     num_actions = NUM_ACTIONS
     achievement_names = ACHIEVEMENTS
@@ -144,24 +135,18 @@ class CrafterEnv:
     def default_params(self) -> CrafterParams:
         return config_to_params(C.CrafterConfig.original())
 
-    def _loops(self):
-        return short_loops_unrolled() if self.step_loops == "unrolled" else contextlib.nullcontext()
-
     def observe(self, state: EnvState) -> jax.Array:
-        with self._loops():
-            if self.observation == "symbolic":
-                return render_craftax_symbolic(state)
-            pixels = _pixel_renderer()(state)  # float in [0, 255]
+        if self.observation == "symbolic":
+            return render_craftax_symbolic(state)
+        pixels = _pixel_renderer()(state)  # float in [0, 255]
         return jnp.round(jnp.clip(pixels, 0.0, 255.0)).astype(jnp.uint8)
 
     def reset(self, key: jax.Array, params: CrafterParams) -> tuple[jax.Array, EnvState]:
-        with self._loops():
-            state = generate_world(key, params, self.static)
+        state = generate_world(key, params, self.static)
         return self.observe(state), state
 
     def step(self, key: jax.Array, state: EnvState, action, params: CrafterParams):
-        with self._loops():
-            state, reward = craftax_step(key, state, action, params, self.static)
+        state, reward = craftax_step(key, state, action, params, self.static)
         done = is_game_over(state, params)
         died = (state.player_health <= 0) | (state.map[state.player_position[0], state.player_position[1]] == LAVA)
         info = {"truncated": done & ~died, "achievements": state.achievements}

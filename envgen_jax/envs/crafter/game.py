@@ -1,6 +1,5 @@
 """Crafter (Craftax-Classic) as a game of the registry (`envgen_jax.games`): everything the run, the designer, the
-report and the command line know about it, and its one option, how the step's short loops are traced
-(`game_options: {step_loops: unrolled}`)."""
+report and the command line know about it, and its one option, kept so that older run configurations load."""
 
 from __future__ import annotations
 
@@ -24,11 +23,10 @@ CRAFTER_ACHIEVEMENTS = (
 
 @dataclasses.dataclass(frozen=True)
 class CrafterOptions(GameOptions):
-    step_loops: Literal["scan", "unrolled"] = "scan"
-    """how Craftax's short per-step loops (mobs, plants, block types: 2-17 iterations each) are traced: scan (XLA
-    while loops, as craftax writes them) or unrolled (straight-line code: identical outputs, fewer loops for a GPU
-    to launch one by one; see envs/crafter/loops.py). The default stays scan until a GPU measures unrolled faster
-    (docs/devices.md)"""
+    step_loops: Literal["scan"] = "scan"
+    """how Craftax's short per-step loops are traced: scan, as craftax writes them (older run configurations name
+    it). Unrolling them is an experiment outside the package until a GPU measures it faster:
+    `python benchmarks/unrolled_loops.py train ...` (docs/devices.md)"""
 
     WHAT = "crafter options"
 
@@ -51,7 +49,8 @@ class Crafter(Game):
 
     def make_env(self, observation="symbolic", options=None):
         from envgen_jax.envs.crafter import CrafterEnv
-        return CrafterEnv(observation=observation, step_loops=self.read_options(options).step_loops)
+        self.read_options(options)
+        return CrafterEnv(observation=observation)
 
     def score(self, rates):
         return crafter_score(rates)

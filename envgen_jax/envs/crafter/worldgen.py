@@ -17,6 +17,8 @@ from craftax.craftax_classic.envs.craftax_state import EnvState, Inventory, Mobs
 from craftax.craftax_classic.game_logic import calculate_light_level, get_distance_map
 from craftax.craftax_classic.util.noise import generate_fractal_noise_2d
 
+from envgen_jax.envs.draws import weighted_choice
+
 GRASS, WATER, STONE, TREE, PATH = (BlockType.GRASS.value, BlockType.WATER.value, BlockType.STONE.value,
                                    BlockType.TREE.value, BlockType.PATH.value)
 SAND, LAVA, COAL, IRON, DIAMOND = (BlockType.SAND.value, BlockType.LAVA.value, BlockType.COAL.value,
@@ -104,7 +106,7 @@ def generate_world(rng: jax.Array, params, static: StaticEnvParams) -> EnvState:
     stone = (map_.flatten() == STONE).astype(jnp.float32)
     has_stone = stone.sum() > 0
     rng, key = jax.random.split(rng)
-    index = jax.random.choice(key, jnp.arange(size[0] * size[1]), p=stone / jnp.maximum(stone.sum(), 1.0))
+    index = weighted_choice(key, size[0] * size[1], (), stone / jnp.maximum(stone.sum(), 1.0))
     row, col = index // size[0], index % size[0]
     diamond_block = jax.lax.select(params.always_diamond, DIAMOND, STONE)
     map_ = map_.at[row, col].set(jnp.where(has_stone, diamond_block, map_[row, col]))

@@ -1,4 +1,9 @@
-"""Craftax-Classic's short per-step loops, unrolled while our env traces (`game_options: {step_loops: unrolled}`).
+"""An experiment, outside the package until a GPU measures it faster: Craftax-Classic's short per-step loops unrolled
+while our env traces. It replaces `jax.lax.scan` and `jax.random.choice` while a context is open, which the package
+never does to JAX; the benchmarks that measure it (step_loops.py, pixel_speed.py, gpu_session.sh) use it from here:
+
+    python benchmarks/unrolled_loops.py train --config C ...   # envgen-jax, with Crafter's short loops unrolled
+    with unrolled_crafter(): ...                                # in a benchmark: games.get("crafter") unrolls them
 
 Craftax's `craftax_step` and its renderers run about twenty `jax.lax.scan`s of 2-17 iterations each, over mobs,
 plants, nearby cells and block types, and draw mob moves and spawn cells with `jax.random.choice(..., p=...)`, whose
@@ -31,7 +36,14 @@ import threading
 import jax
 import jax.numpy as jnp
 
-from envgen_jax.envs.draws import weighted_choice
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from envgen_jax import games  # noqa: E402
+from envgen_jax.envs.crafter.env import CrafterEnv  # noqa: E402
+from envgen_jax.envs.crafter.game import Crafter  # noqa: E402
+from envgen_jax.envs.draws import weighted_choice  # noqa: E402
 
 SHORT_SCAN = 32  # Craftax-Classic's per-step scans are 2-17 long; rollouts and epochs are far longer
 
@@ -124,3 +136,53 @@ def _uninstall() -> None:
         _open -= 1
         if _open == 0:
             jax.lax.scan, jax.random.choice = _ORIGINAL["scan"], _ORIGINAL["choice"]
+
+
+class UnrolledCrafterEnv(CrafterEnv):
+    """CrafterEnv whose step, renderers and world generation trace inside `short_loops_unrolled` (the same outputs
+    bit for bit: tests/test_crafter_loops.py)."""
+
+    def observe(self, state):
+        with short_loops_unrolled():
+            return super().observe(state)
+
+    def reset(self, key, params):
+        with short_loops_unrolled():
+            return super().reset(key, params)
+
+    def step(self, key, state, action, params):
+        with short_loops_unrolled():
+            return super().step(key, state, action, params)
+
+
+class UnrolledCrafter(Crafter):
+    """The Crafter game (same name, prompts, scores) whose environments unroll the short loops."""
+
+    def make_env(self, observation="symbolic", options=None):
+        self.read_options(options)
+        return UnrolledCrafterEnv(observation=observation)
+
+
+@contextlib.contextmanager
+def unrolled_crafter():
+    """While open, the registry's "crafter" is `UnrolledCrafter` (runs, trainers and benchmarks made inside use it)."""
+    before = games.GAMES["crafter"]
+    games.register("crafter", UnrolledCrafter())
+    try:
+        yield
+    finally:
+        games.register("crafter", before)
+
+
+def make_env(variant: str, observation: str = "pixels") -> CrafterEnv:
+    """Crafter's env with its short loops as craftax writes them ("scan") or "unrolled"."""
+    if variant not in ("scan", "unrolled"):
+        raise ValueError(f"variant: {variant!r} is not one of 'scan', 'unrolled'")
+    return (UnrolledCrafterEnv if variant == "unrolled" else CrafterEnv)(observation=observation)
+
+
+if __name__ == "__main__":  # the envgen-jax command with Crafter's short loops unrolled
+    from envgen_jax.cli import main
+
+    with unrolled_crafter():
+        sys.exit(main(sys.argv[1:]))
