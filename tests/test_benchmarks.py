@@ -495,3 +495,7 @@ def test_craftax_agent_screen_reads_finished_runs_and_applies_its_stated_rule(tm
     written = json.loads((tmp_path / "screen.json").read_text())
     assert written["winner"] == "map" and written["rule"] == screen.RULE
     assert "Winner by the rule: **map**" in (tmp_path / "screen.md").read_text()
+    shape = screen.write_paper_shape(paper, tmp_path / "paper.json")
+    assert shape["return_pct"]["per_seed"] == [2.0, 2.2] and shape["return_pct"]["mean"] == pytest.approx(2.1)
+    assert shape["within_published_spread"] is True and shape["published_ppo"]["mean"] == 2.2
+    assert screen.write_paper_shape(better, tmp_path / "paper.json")["within_published_spread"] is False
