@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+import threading
 
 from envgen_jax.cli import envs, llm, train
 from envgen_jax.llm.errors import DesignError, LLMError
@@ -83,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "debug", False):
             raise
         status, message = explain(e)
-        from envgen_jax.run.distributed import joined
+        from envgen_jax.run.distributed import joined, take_the_exit
+        if joined() and not take_the_exit():  # process 0 is gone, and the relay is saying so (run.distributed)
+            threading.Event().wait()
         _report(message, e)
         if joined():
             _leave_now(status)

@@ -74,17 +74,10 @@ def add_process_flags(p) -> None:
                        help=f"how long to wait for every process to join (default {JOIN_TIMEOUT_S})")
 
 
-def join_processes(args, note: str) -> int | None:
-    """Before anything touches a device: in a run of several processes (the flags, or the launcher), this process
-    supervises a child that runs the command (`run.distributed.supervise`; `note`: how to resume, under the line
-    of a lost process) and this returns the child's exit status; None: go on here (a one-process run, or the
-    child, now joined)."""
-    from envgen_jax.run.distributed import initialize, set_resume_note, supervise
-    set_resume_note(note)
-    status = supervise(args.coordinator, args.num_processes, args.process_id)
-    if status is None:
-        initialize(args.coordinator, args.num_processes, args.process_id, args.join_timeout)
-    return status
+def join_processes(args) -> bool:
+    """Join a multi-process run when the flags or the launcher say so (before anything touches a device)."""
+    from envgen_jax.run.distributed import initialize
+    return initialize(args.coordinator, args.num_processes, args.process_id, args.join_timeout)
 
 
 def devices_line(cfg) -> str:
@@ -93,16 +86,8 @@ def devices_line(cfg) -> str:
     return line(cfg.num_agents, cfg.ppo.num_envs, cfg.execution.shard)
 
 
-def _resume_note(out: Path, several: bool) -> str:
-    every = "  (on every process, with its flags)" if several else ""
-    return f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}{every}"
-
-
 def cmd_train(args) -> int:
-    planned_out = Path(args.resume or args.out or Path("runs") / Path(args.config).stem)
-    supervised = join_processes(args, _resume_note(planned_out, several=True))
-    if supervised is not None:
-        return supervised
+    join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
     from envgen_jax.run.distributed import lead_decides, set_resume_note
     from envgen_jax.run.loop import EnvGenRun, check_no_run_there
@@ -134,8 +119,9 @@ def cmd_train(args) -> int:
     print(f"compilation cache: {configure_compile_cache(cfg.output.compile_cache) or 'off'}")
     print(f"devices: {devices}")
     run = EnvGenRun.resume(out, parts=parts) if args.resume else EnvGenRun(cfg, out, parts=parts)
-    note = _resume_note(out, several=_several())
-    set_resume_note(note)
+    every = "  (on every process, with its flags)" if _several() else ""
+    note = f"Nothing checkpointed was lost; continue the run with:\n  envgen-jax train --resume {out}{every}"
+    set_resume_note(note)  # for the line a lost process 0 ends the others with
     start = time.monotonic()
     try:
         run.run()
@@ -220,15 +206,10 @@ def add_study_command(commands) -> None:
     p.set_defaults(handler=cmd_study)
 
 
-STUDY_RESUME_NOTE = "Nothing checkpointed was lost: the same command, on every process, resumes the study."
-
-
 def cmd_study(args) -> int:
-    supervised = join_processes(args, STUDY_RESUME_NOTE)
-    if supervised is not None:
-        return supervised
+    join_processes(args)
     from envgen_jax.run.compile_cache import configure_compile_cache
-    from envgen_jax.run.distributed import joined
+    from envgen_jax.run.distributed import joined, set_resume_note
     from envgen_jax.study import resolve, run_study
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -241,7 +222,8 @@ def cmd_study(args) -> int:
         print(f"\ndry run: the settings are valid; nothing trained, nothing written (study directory: {out})")
         return 0
     configure_compile_cache(settings.run_config(settings.methods[0]).output.compile_cache)
-    note = STUDY_RESUME_NOTE
+    note = "Nothing checkpointed was lost: the same command, on every process, resumes the study."
+    set_resume_note(note)  # for the line a lost process 0 ends the others with
     try:
         return run_study(settings, out, grouping=args.grouping)
     except Exception as e:

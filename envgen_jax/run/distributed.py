@@ -14,13 +14,10 @@ an evaluation's results gathered from every process (`trainer.metrics.to_host`, 
     them) goes to the others as JSON (`SharedDesignStep`), which take it as a resumed run takes a checkpoint's.
   * Checkpoints are orbax's multi-process ones, in the run directory's `checkpoints/`: every process writes its own
     shards there (a filesystem every host sees), process 0 the rest; a restore reads them back on every process.
-  * Each process of such a run is a supervising parent and a child that runs the command with JAX's runtime
-    (`supervise`): the parent checks the flags before JAX starts, passes the child's output through and explains
-    how it ended. A process that dies or cannot reach the coordinator ends the others' run with one line and the
-    resume command (exit status 2): from the child's own error (`explain_failure`), or, where JAX's runtime ends
-    the child with its fatal error (process 0, which hosts the coordination service, is gone), from the parent,
-    which leaves that error's pages out. A killed parent takes its child with it. The same command (`train`: with
-    `--resume OUT`), on every process, continues from the last checkpoint.
+  * A process that dies or cannot reach the coordinator ends the others' run with one line (`explain_failure`;
+    exit status 2); when process 0 dies, a relay to its coordination service says so (`_relay_to`) before JAX's
+    runtime would end the others with its own fatal error. The same command (`train`: with `--resume OUT`), on
+    every process, continues from the last checkpoint.
 """
 
 from __future__ import annotations
@@ -28,11 +25,8 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -61,35 +55,29 @@ def launched_by_cluster() -> bool:
         or env.get("JAX_COORDINATOR_ADDRESS"))
 
 
-SUPERVISED = "ENVGEN_JAX_SUPERVISOR"  # in a supervised child: the parent's process id
-
-
-def several_processes(coordinator: str | None, num_processes: int | None, process_id: int | None) -> bool:
-    """Whether the flags (checked: ConfigError) or the cluster launcher describe a run of several processes."""
-    given = {"--coordinator": coordinator, "--num-processes": num_processes, "--process-id": process_id}
-    if all(v is None for v in given.values()):
-        return launched_by_cluster()
-    missing = [k for k, v in given.items() if v is None]
-    if missing:
-        raise ConfigError([f"{', '.join(missing)}: needed with {', '.join(k for k in given if k not in missing)}"
-                           " (a multi-process run takes all three, or none under SLURM / Open MPI)"],
-                          what="arguments")
-    check_launch_arguments(coordinator, num_processes, process_id)
-    return True
-
-
 def initialize(coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None,
                timeout_s: int = JOIN_TIMEOUT_S) -> bool:
     """Join the multi-process run the flags (or the cluster launcher) describe; False when this is a one-process run.
-    Call before anything touches a JAX device (in a multi-process run, in the child `supervise` starts)."""
-    if not several_processes(coordinator, num_processes, process_id):
+    Call before anything touches a JAX device."""
+    given = {"--coordinator": coordinator, "--num-processes": num_processes, "--process-id": process_id}
+    if any(v is not None for v in given.values()):
+        missing = [k for k, v in given.items() if v is None]
+        if missing:
+            raise ConfigError([f"{', '.join(missing)}: needed with {', '.join(k for k in given if k not in missing)}"
+                               " (a multi-process run takes all three, or none under SLURM / Open MPI)"],
+                              what="arguments")
+        check_launch_arguments(coordinator, num_processes, process_id)
+    elif not launched_by_cluster():
         return False
-    if os.environ.get(SUPERVISED):
-        _end_with_the_parent(int(os.environ[SUPERVISED]))
     if coordinator is not None and process_id != 0:
         _wait_for_coordinator(coordinator, timeout_s, f"process {process_id} of {num_processes}")
+    local_devices = None
+    if coordinator is None:  # read from the launcher here, as JAX would: process 0's address is needed for the relay
+        coordinator, num_processes, process_id, local_devices = _from_launcher(timeout_s)
+    relayed = coordinator is not None and process_id not in (0, None)
     try:
-        jax.distributed.initialize(coordinator, num_processes, process_id, initialization_timeout=timeout_s,
+        jax.distributed.initialize(_relay_to(coordinator) if relayed else coordinator, num_processes, process_id,
+                                   local_devices, initialization_timeout=timeout_s,
                                    heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S,
                                    shutdown_timeout_seconds=HEARTBEAT_TIMEOUT_S)
     except Exception as e:  # noqa: BLE001 -- JAX raises several types here; one line says what happened
@@ -99,80 +87,12 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
                           f"({_first_line(e)})") from None
     global _joined
     _joined = True
+    if relayed:
+        atexit.register(take_the_exit)  # a normal exit: before JAX's own exit handler (registered at its import)
     if jax.process_index() > 0:  # process 0 alone logs: the others keep stderr, for errors and warnings
         sys.stdout = open(os.devnull, "w")
         os.environ["TQDM_DISABLE"] = "1"
     return True
-
-
-def supervise(coordinator: str | None, num_processes: int | None, process_id: int | None) -> int | None:
-    """Run this command again as a child process and explain how it ended: its exit status, or 2 with one line and
-    the resume command where JAX's runtime ended it (its fatal error's pages left out) or a signal did. None where
-    there is nothing to supervise: a one-process run, or this is the child. The flags are checked first
-    (ConfigError), before any JAX runtime starts."""
-    if not several_processes(coordinator, num_processes, process_id) or os.environ.get(SUPERVISED):
-        return None
-    child = subprocess.Popen([sys.executable, *sys.orig_argv[1:]], env={**os.environ, SUPERVISED: str(os.getpid())},
-                             stderr=subprocess.PIPE, text=True, errors="replace")
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # a launcher's stop reaches the run (Ctrl-C reaches both already)
-        signal.signal(sig, lambda number, frame: child.send_signal(number))
-    fatal, explained = [], False
-    for line in child.stderr:
-        if fatal or _JAX_FATAL in line or line.startswith("F") and _GLOG.match(line):
-            fatal.append(line)  # JAX's runtime is ending the child: its pages of C++ stay out
-            continue
-        explained = explained or line.startswith("error:")
-        sys.stderr.write(line)
-        sys.stderr.flush()
-    status = child.wait()
-    if status in (0, 1, 2, 130) and not fatal or explained:
-        return status
-    if status == -signal.SIGINT:
-        return 130
-    who = _launch_who(num_processes, process_id)
-    text = "".join(fatal)
-    if _COORDINATOR_GONE in text:
-        what = "process 0 of the run (the coordinator) stopped or cannot be reached"
-    elif fatal:
-        what = "another process of the run stopped or cannot be reached (JAX's runtime ended this one)"
-    else:
-        what = f"the run's process here ended ({_ended_by(status)})"
-    print("\n".join([f"error: process {who}: {what}", *_resume_note]), file=sys.stderr, flush=True)
-    return 2
-
-
-# JAX's runtime ending a process: its glog lines ("F1129 00:58:46.380685 23001 client.h:80] Terminating process
-# because the JAX distributed service detected fatal errors ... Failed to send RPC to coordination service ...").
-_JAX_FATAL = "Terminating process because"
-_COORDINATOR_GONE = "Failed to send RPC to coordination service"
-_GLOG = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ ]+:\d+\] ")
-
-
-def _ended_by(status: int) -> str:
-    if status < 0:
-        return f"signal {signal.Signals(-status).name}"
-    return f"exit status {status}"
-
-
-def _launch_who(num_processes: int | None, process_id: int | None) -> str:
-    """"I of N" from the flags or the launcher's variables (SLURM, Open MPI), else "here"."""
-    env = os.environ
-    for rank, size in ((process_id, num_processes), (env.get("SLURM_PROCID"), env.get("SLURM_NTASKS")),
-                       (env.get("OMPI_COMM_WORLD_RANK"), env.get("OMPI_COMM_WORLD_SIZE"))):
-        if rank is not None and size is not None:
-            return f"{rank} of {size}"
-    return "here"
-
-
-def _end_with_the_parent(parent: int) -> None:
-    """A supervised child ends when its parent is gone (killed: nothing else would stop it, and the other processes
-    learn that this one is gone only when it is)."""
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.2)
-        os._exit(137)
-
-    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def check_launch_arguments(coordinator: str, num_processes: int, process_id: int) -> None:
@@ -189,6 +109,17 @@ def check_launch_arguments(coordinator: str, num_processes: int, process_id: int
         problems.append(f"--process-id: {process_id} is not in 0..{num_processes - 1}")
     if problems:
         raise ConfigError(problems, what="arguments")
+
+
+def _from_launcher(timeout_s: float) -> tuple:
+    """(coordinator, processes, process id, local device ids) as JAX's cluster detection reads them from the
+    launcher; all None where it cannot (JAX then tries itself, in `initialize`, without the relay)."""
+    try:
+        from jax._src.clusters import ClusterEnv  # what jax.distributed.initialize calls, in jax 0.10 and 0.11
+        return tuple(ClusterEnv.auto_detect_unset_distributed_params(
+            os.environ.get("JAX_COORDINATOR_ADDRESS"), None, None, None, None, int(timeout_s)))
+    except Exception:  # noqa: BLE001 -- another jax: its own detection applies
+        return None, None, None, None
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -212,12 +143,100 @@ def _wait_for_coordinator(address: str, timeout_s: float, who: str) -> None:
             time.sleep(0.5)
 
 
-_resume_note: list[str] = ["Nothing checkpointed was lost: the same command, on every process, resumes the run."]
+# Process 0 hosts JAX's coordination service. When it dies, the others' JAX runtime ends them at once with a fatal
+# C++ error no Python code sees: its client polls the service for errors, and the poll fails the moment the
+# connection drops (jax 0.10's `initialize` takes no handler, and the client's own callback cannot be given one:
+# it aborts converting the error). So every other process talks to the service through a relay of its own, a few
+# threads that copy bytes: when process 0's end of it drops and process 0 no longer accepts connections, the relay
+# ends this process with one line, while JAX's client still sees its connection open. The first to explain the end
+# of the run, the relay or the main thread's error handler (`take_the_exit`), says why; the other stays silent. A
+# normal exit takes the explanation first (atexit, before JAX's shutdown), and process 0 leaves only after that
+# shutdown's barrier, which every process must reach.
+_GRACE_S = 0.5  # seconds between a dropped connection to process 0 and the look whether it is still there
+_KEEPALIVE = {"TCP_KEEPIDLE": 5, "TCP_KEEPINTVL": 2, "TCP_KEEPCNT": 3}  # a host gone silent: lost within ~11 s
+_explained = threading.Lock()  # held by whoever explains the end of the run
+_resume_note: list[str] = []
+
+
+def take_the_exit() -> bool:
+    """Claim the explanation of this process's end (True), or learn that the relay already has it."""
+    return _explained.acquire(blocking=False)
 
 
 def set_resume_note(note: str) -> None:
-    """How to resume the run (the command's words), printed under the line of a lost process."""
+    """How to resume the run (the command's words), printed under the line of a lost process 0."""
     _resume_note[:] = [note]
+
+
+def _relay_to(coordinator: str) -> str:
+    """The address of a relay to `coordinator` (host:port), listening on this host."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=_relay, args=(listener, _host_port(coordinator)), daemon=True,
+                     name="coordinator-relay").start()
+    return f"127.0.0.1:{listener.getsockname()[1]}"
+
+
+def _relay(listener: socket.socket, coordinator: tuple[str, int]) -> None:
+    while True:
+        client, _ = listener.accept()
+        try:
+            service = socket.create_connection(coordinator, timeout=10)
+        except OSError:
+            client.close()  # JAX's client tries again, within its join timeout
+            continue
+        service.settimeout(None)
+        service.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in _KEEPALIVE.items():
+            if hasattr(socket, name):
+                service.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+        threading.Thread(target=_copy, args=(client, service, None), daemon=True).start()
+        threading.Thread(target=_copy, args=(service, client, coordinator), daemon=True).start()
+
+
+def _copy(source: socket.socket, sink: socket.socket, coordinator: tuple[str, int] | None) -> None:
+    """Bytes from `source` to `sink` until `source` ends. From JAX's client (`coordinator` None): then the
+    connection to process 0 is shut, and the copy the other way decides. From process 0 (`coordinator` its
+    address): a process 0 still there closed it, and JAX's client sees it closed; else this process ends."""
+    try:
+        while data := source.recv(1 << 16):
+            sink.sendall(data)
+    except OSError:
+        pass
+    if coordinator is None:
+        try:
+            sink.shutdown(socket.SHUT_RDWR)  # never the client's end: JAX's client must not see process 0 gone
+        except OSError:
+            pass
+        return
+    if _joined and not _reachable(coordinator):
+        if take_the_exit():
+            note = _resume_note or ["Nothing checkpointed was lost: the same command, on every process, resumes "
+                                    "the run."]
+            print("\n".join([f"error: process {_who()}: process 0 of the run (the coordinator) stopped or cannot "
+                             "be reached", *note]), file=sys.stderr, flush=True)
+            os._exit(2)
+        return
+    for s in (source, sink):
+        s.close()
+
+
+def _reachable(address: tuple[str, int]) -> bool:
+    """Whether process 0 still accepts connections, a moment after one dropped (a killed process closes its
+    connections a little before its listening socket, and it may have stopped on an error this process is raising
+    too: its main thread then explains the end)."""
+    time.sleep(_GRACE_S)
+    try:
+        probe = socket.create_connection(address, timeout=5)
+    except OSError:
+        return False
+    with probe:
+        probe.settimeout(1)
+        try:
+            return probe.recv(1) != b""  # a server that speaks first: there; one that closes at once: going
+        except TimeoutError:
+            return True  # one that waits for us to speak: there
+        except OSError:
+            return False
 
 
 class ProcessLost(RuntimeError):
