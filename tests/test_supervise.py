@@ -43,9 +43,11 @@ HEARTBEATS = (
 WARNING = "W1129 01:06:40.000001   25154 gloo.cc:12] a warning of the runtime's, passed on\n"
 
 
-def _supervised(body: str, who: str = "1 of 2", timeout: float = 60, wait: bool = True):
-    """`body` in the child of `supervise.supervise(who)`, in a Python process of its own."""
-    code = f"import os, signal, sys, time\nfrom envgen_jax.run import supervise\nsupervise.supervise({who!r})\n{body}"
+def _supervised(body: str, who: str = "1 of 2", timeout: float = 60, wait: bool = True, hold_s: float = 5.0):
+    """`body` in the child of `supervise.supervise(who)`, in a Python process of its own; the parent holds the
+    runtime's lines `hold_s` seconds."""
+    code = (f"import os, signal, sys, time\nfrom envgen_jax.run import supervise\nsupervise._HOLD_S = {hold_s}\n"
+            f"supervise.supervise({who!r})\n{body}")
     args = dict(cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE)
     if not wait:
@@ -63,8 +65,8 @@ def _dies_as_jax_does(log: str, joined: str = "[1, 2]") -> str:
 def test_a_lost_process_0_ends_the_process_with_one_line_and_the_note():
     done = _supervised(_dies_as_jax_does(COORDINATOR_GONE))
     assert done.returncode == 2, done.stderr
-    assert done.stderr == ("\r 40%|####  |" + WARNING + "error: process 1 of 2: process 0 of the run (the coordinator) "
-                           f"stopped or cannot be reached\n{DEFAULT_NOTE}\n")
+    assert done.stderr == ("\r 40%|####  |\nerror: process 1 of 2: process 0 of the run (the coordinator) "
+                           f"stopped or cannot be reached\n{DEFAULT_NOTE}\n")  # the runtime's warning dropped too
 
 
 def test_missing_heartbeats_name_the_lost_process_and_the_command_s_note():
@@ -95,10 +97,14 @@ def test_otherwise_the_parent_ends_as_the_child_did_and_lets_its_lines_through()
     check = "F1129 01:06:55.351248   25223 some_pass.cc:80] Check failed: x == y\n*** Check failure stack trace: ***\n"
     crashed = _supervised(f"os.write(2, {check.encode()!r})\nos.abort()")
     assert crashed.returncode == -signal.SIGABRT and crashed.stderr == check
-    # an error line of the runtime's that no fatal error follows is held a moment, then shown
+    # the runtime's lines that no fatal error follows are held a moment, then shown
     error = "E1129 01:06:55.351248   25223 slow_operation_alarm.cc:80] Constant folding is slow\n"
     slow = _supervised(f"os.write(2, {error.encode()!r})\nsys.stderr.write('after\\n')\nsys.exit(0)")
     assert (slow.returncode, slow.stderr) == (0, error + "after\n")
+    # ... while the child runs: a fatal error later does not take them back
+    later = _supervised(f"os.write(2, {WARNING.encode()!r})\ntime.sleep(1)\n" + _dies_as_jax_does(COORDINATOR_GONE),
+                        hold_s=0.5)
+    assert later.returncode == 2 and later.stderr.startswith(WARNING + "\r 40%|####  |\nerror: process 1 of 2: ")
 
 
 def test_the_child_dies_with_its_parent():

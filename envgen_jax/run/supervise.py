@@ -5,8 +5,9 @@ with a fatal C++ error that no Python code sees: `Terminating process because th
 fatal errors ...`, a page of stack, SIGABRT (jax 0.10.2). So the process forks before it joins the run: the child
 joins and runs the command; the parent only watches it, and ends as it ends:
 
-  * the child's standard error passes through the parent, which holds the runtime's error lines (absl's
-    `E.... file.cc:N]` and `F....`) for a few seconds, and from a fatal one on everything; stdout is the child's own;
+  * the child's standard error passes through the parent, which holds the runtime's log lines (absl's
+    `W.... file.cc:N] ...`, `E....`, `F....`: what a lost process brings) for a few seconds, and from a fatal one on
+    everything; stdout is the child's own;
   * a fatal error of JAX's distributed runtime: the parent prints one line naming what happened (`process 0 of the
     run (the coordinator) stopped ...`, `another process of the run stopped ...`) and the resume note, drops the
     held lines and exits with status 2;
@@ -32,7 +33,7 @@ import time
 
 # One line of the C++ runtime's log (absl): level, month and day, time, thread, file:line]
 _RECORD = re.compile(rb"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\s\]]+:\d+\] ")
-_HOLD_S = 5.0  # seconds the runtime's error lines wait for a fatal error that may follow them
+_HOLD_S = 5.0  # seconds the runtime's log lines wait for a fatal error that may follow them
 DEFAULT_NOTE = "Nothing checkpointed was lost: the same command, on every process, resumes the run."
 
 _to_parent: int | None = None  # in the child: the pipe to the parent (JSON lines)
@@ -41,7 +42,9 @@ _to_parent: int | None = None  # in the child: the pipe to the parent (JSON line
 def supervise(who: str | None) -> None:
     """Fork. Returns in the child, which goes on to join the run; the parent watches it and exits as it ends (never
     returns). `who`: this process as its flags name it ("1 of 2"), None under a launcher (the child says, once
-    joined)."""
+    joined). Where there is no fork (Windows), nothing: JAX's runtime ends the process with its own message."""
+    if not hasattr(os, "fork"):
+        return
     sys.stdout.flush()
     sys.stderr.flush()
     words_r, words_w = os.pipe()
@@ -88,21 +91,17 @@ def _pass_on(pid: int, signum: int) -> None:
         pass
 
 
-def _write(data: bytes) -> None:
-    while data:
-        data = data[os.write(2, data):]
-
-
 class Parent:
-    """The watching parent: passes the child's stderr on (holding the runtime's error lines), collects what the
+    """The watching parent: passes the child's stderr on (holding the runtime's log lines a moment), collects what the
     child tells it, and ends as the child ended."""
 
     def __init__(self, pid: int, who: str | None):
         self.pid, self.who = pid, who
-        self.held: list[bytes] = []  # the runtime's error lines, and everything after them
+        self.held: list[bytes] = []  # the runtime's log lines, and everything after them
         self.held_since, self.fatal, self.partial = 0.0, False, b""
         self.joined: list[int] | None = None
         self.note, self.end = DEFAULT_NOTE, None
+        self.line_open = False  # the last bytes written end inside a line (a progress bar's)
 
     def watch(self, err: int, words: int) -> None:
         status, open_fds, pending, deadline = None, {err, words}, b"", float("inf")
@@ -135,23 +134,23 @@ class Parent:
         for line in lines:
             self.line(line + b"\n")
         if self.partial and not self.held and not _RECORD.search(self.partial):  # a progress bar's "\r..."
-            _write(self.partial)
+            self.write(self.partial)
             self.partial = b""
 
     def line(self, line: bytes) -> None:
         record = _RECORD.search(line)
-        level = line[record.start():record.start() + 1] if record else b""
-        if not self.held and level in (b"E", b"F"):
-            _write(line[:record.start()])  # the start of a line written in parts (a progress bar's)
-            line, self.held_since = line[record.start():], time.monotonic()
-        self.fatal |= level == b"F"
-        if self.held or level in (b"E", b"F"):
+        if record:
+            self.fatal |= line[record.start():record.start() + 1] == b"F"
+            if not self.held:
+                self.write(line[:record.start()])  # the start of a line written in parts (a progress bar's)
+                line, self.held_since = line[record.start():], time.monotonic()
+        if self.held or record:
             self.held.append(line)
         else:
-            _write(line)
+            self.write(line)
 
     def release(self) -> None:
-        _write(b"".join(self.held) + self.partial)
+        self.write(b"".join(self.held) + self.partial)
         self.held, self.partial = [], b""
 
     def finish(self, status: int) -> None:
@@ -172,11 +171,16 @@ class Parent:
             os._exit(128 + signum)  # a signal whose default is to go on
         os._exit(os.waitstatus_to_exitcode(status))
 
-    @staticmethod
-    def _leave(text: str, status: int) -> None:
+    def _leave(self, text: str, status: int) -> None:
         sys.stdout.flush()
-        _write(f"{text}\n".encode())
+        self.write(f"{chr(10) if self.line_open else ''}{text}\n".encode())
         os._exit(status)
+
+    def write(self, data: bytes) -> None:
+        if data:
+            self.line_open = not data.endswith(b"\n")
+        while data:
+            data = data[os.write(2, data):]
 
 
 def lost_line(log: str, joined: list[int] | None, who: str | None) -> str | None:
