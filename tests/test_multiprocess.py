@@ -249,8 +249,9 @@ time.sleep(240)  # the worst detection (30 s heartbeat, 30 s shutdown) three tim
 
 
 def test_under_a_launcher_a_lost_process_0_ends_the_other_with_one_line():
-    """Process 0 hosts JAX's coordination service: without the relay (`run.distributed`), JAX's runtime ends the
-    other process with its own fatal error the moment the service's connection drops."""
+    """Process 0 hosts JAX's coordination service: the moment the service's connection drops, JAX's runtime ends the
+    other process with its own fatal error, which the parent watching that process turns into one line
+    (`run.supervise`). Process 0's parent ends as its child did, killed."""
     slurm = {"SLURM_JOB_ID": "1", "SLURM_STEP_NODELIST": "localhost", "SLURM_NTASKS": "2",
              "JAX_COORDINATOR_PORT": str(_free_port())}
     procs = [subprocess.Popen([sys.executable, "-c", LAUNCHED], cwd=ROOT, text=True, stdout=subprocess.PIPE,

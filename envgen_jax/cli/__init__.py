@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import threading
 
 from envgen_jax.cli import envs, llm, train
 from envgen_jax.llm.errors import DesignError, LLMError
@@ -84,22 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "debug", False):
             raise
         status, message = explain(e)
-        from envgen_jax.run.distributed import joined, take_the_exit
-        if joined() and not take_the_exit():  # process 0 is gone, and the relay is saying so (run.distributed)
-            threading.Event().wait()
+        from envgen_jax.run.distributed import end_run, joined
+        if joined():  # one process of a multi-process run: it ends at once (JAX's exit would wait for the others)
+            end_run("\n".join([message, *getattr(e, "__notes__", ())]), status, e)
         _report(message, e)
-        if joined():
-            _leave_now(status)
         return status
-
-
-def _leave_now(status: int) -> None:
-    """End a process of a broken multi-process run at once: JAX's exit handler would wait for the other processes
-    at a shutdown barrier, then abort with a page of C++ stack (the one line above says what happened)."""
-    import os
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
 
 
 def explain(error: Exception) -> tuple[int, str]:

@@ -65,8 +65,13 @@ def add_train_command(commands) -> None:
 
 def add_process_flags(p) -> None:
     """A multi-process run's flags (docs/devices.md); with none, SLURM / Open MPI / Cloud TPU launches are detected."""
-    group = p.add_argument_group("several processes (hosts): give all three, on every process, or none under "
-                                 "srun / mpirun, where JAX reads them from the launcher (docs/devices.md)")
+    group = p.add_argument_group(
+        "several processes (hosts): give all three, on every process, or none under srun / mpirun, where JAX reads "
+        "them from the launcher (docs/devices.md)",
+        "Each process runs the command in a child process that it watches: when a process is lost (process 0,\n"
+        "the coordinator, included), every other one ends with one line saying so and how to resume (exit\n"
+        "status 2). Bad flags (a --coordinator that is not HOST:PORT with a port in 1..65535, --num-processes\n"
+        "below 1, a --process-id outside 0..N-1) exit 1 with one line each, before JAX starts.")
     group.add_argument("--coordinator", metavar="HOST:PORT", help="address of process 0, reachable from every host")
     group.add_argument("--num-processes", type=int, metavar="N", help="processes in the run")
     group.add_argument("--process-id", type=int, metavar="I", help="this process, 0..N-1 (0 writes the files)")

@@ -13,6 +13,8 @@
   provenance.py   where a result came from (commit, versions, device)
   compile_record.py  every program XLA compiles or loads, and the seconds per phase of a run
   compile_cache.py   JAX's persistent compilation cache for `train` and `study`
+  distributed.py  one run over several processes (hosts) through `jax.distributed`; process 0 writes the files
+  supervise.py    the parent that watches each of those processes: a process JAX's runtime ends gets one line
 
 What a method sees of a run (`methods.view.RunView`) and the bank's row layout (`methods.rows`) belong to the
 method contract, in `envgen_jax.methods`: a run imports the methods, never the other way round. Import the modules

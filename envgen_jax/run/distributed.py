@@ -14,10 +14,12 @@ an evaluation's results gathered from every process (`trainer.metrics.to_host`, 
     them) goes to the others as JSON (`SharedDesignStep`), which take it as a resumed run takes a checkpoint's.
   * Checkpoints are orbax's multi-process ones, in the run directory's `checkpoints/`: every process writes its own
     shards there (a filesystem every host sees), process 0 the rest; a restore reads them back on every process.
-  * A process that dies or cannot reach the coordinator ends the others' run with one line (`explain_failure`;
-    exit status 2); when process 0 dies, a relay to its coordination service says so (`_relay_to`) before JAX's
-    runtime would end the others with its own fatal error. The same command (`train`: with `--resume OUT`), on
-    every process, continues from the last checkpoint.
+  * A process that dies or cannot reach the coordinator ends the others' run with one line (exit status 2) and how
+    to resume: the same command (`train`: with `--resume OUT`), on every process, continues from the last
+    checkpoint. Where JAX's runtime itself ends a process with a fatal error (process 0, which hosts its
+    coordination service, died; a process stopped sending heartbeats), a parent process that watches it says so
+    (`run.supervise`: every process of a multi-process run forks before it joins, the child runs the command); where
+    a collective breaks first, the command's own error handling does (`explain_failure`).
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ import shutil
 import socket
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
+from envgen_jax.run import supervise
 from envgen_jax.schema import ConfigError
 
 # Seconds: how long a process waits for the others to join (launchers start hosts a little apart), and after how
@@ -71,13 +73,9 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         return False
     if coordinator is not None and process_id != 0:
         _wait_for_coordinator(coordinator, timeout_s, f"process {process_id} of {num_processes}")
-    local_devices = None
-    if coordinator is None:  # read from the launcher here, as JAX would: process 0's address is needed for the relay
-        coordinator, num_processes, process_id, local_devices = _from_launcher(timeout_s)
-    relayed = coordinator is not None and process_id not in (0, None)
-    try:
-        jax.distributed.initialize(_relay_to(coordinator) if relayed else coordinator, num_processes, process_id,
-                                   local_devices, initialization_timeout=timeout_s,
+    supervise.supervise(None if process_id is None else f"{process_id} of {num_processes}")  # here: the child
+    try:  # under a launcher (no flags), JAX reads the launcher's variables itself
+        jax.distributed.initialize(coordinator, num_processes, process_id, initialization_timeout=timeout_s,
                                    heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S,
                                    shutdown_timeout_seconds=HEARTBEAT_TIMEOUT_S)
     except Exception as e:  # noqa: BLE001 -- JAX raises several types here; one line says what happened
@@ -87,8 +85,7 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
                           f"({_first_line(e)})") from None
     global _joined
     _joined = True
-    if relayed:
-        atexit.register(take_the_exit)  # a normal exit: before JAX's own exit handler (registered at its import)
+    supervise.tell(joined=[jax.process_index(), jax.process_count()])
     if jax.process_index() > 0:  # process 0 alone logs: the others keep stderr, for errors and warnings
         sys.stdout = open(os.devnull, "w")
         os.environ["TQDM_DISABLE"] = "1"
@@ -109,17 +106,6 @@ def check_launch_arguments(coordinator: str, num_processes: int, process_id: int
         problems.append(f"--process-id: {process_id} is not in 0..{num_processes - 1}")
     if problems:
         raise ConfigError(problems, what="arguments")
-
-
-def _from_launcher(timeout_s: float) -> tuple:
-    """(coordinator, processes, process id, local device ids) as JAX's cluster detection reads them from the
-    launcher; all None where it cannot (JAX then tries itself, in `initialize`, without the relay)."""
-    try:
-        from jax._src.clusters import ClusterEnv  # what jax.distributed.initialize calls, in jax 0.10 and 0.11
-        return tuple(ClusterEnv.auto_detect_unset_distributed_params(
-            os.environ.get("JAX_COORDINATOR_ADDRESS"), None, None, None, None, int(timeout_s)))
-    except Exception:  # noqa: BLE001 -- another jax: its own detection applies
-        return None, None, None, None
 
 
 def _host_port(address: str) -> tuple[str, int]:
@@ -143,100 +129,22 @@ def _wait_for_coordinator(address: str, timeout_s: float, who: str) -> None:
             time.sleep(0.5)
 
 
-# Process 0 hosts JAX's coordination service. When it dies, the others' JAX runtime ends them at once with a fatal
-# C++ error no Python code sees: its client polls the service for errors, and the poll fails the moment the
-# connection drops (jax 0.10's `initialize` takes no handler, and the client's own callback cannot be given one:
-# it aborts converting the error). So every other process talks to the service through a relay of its own, a few
-# threads that copy bytes: when process 0's end of it drops and process 0 no longer accepts connections, the relay
-# ends this process with one line, while JAX's client still sees its connection open. The first to explain the end
-# of the run, the relay or the main thread's error handler (`take_the_exit`), says why; the other stays silent. A
-# normal exit takes the explanation first (atexit, before JAX's shutdown), and process 0 leaves only after that
-# shutdown's barrier, which every process must reach.
-_GRACE_S = 0.5  # seconds between a dropped connection to process 0 and the look whether it is still there
-_KEEPALIVE = {"TCP_KEEPIDLE": 5, "TCP_KEEPINTVL": 2, "TCP_KEEPCNT": 3}  # a host gone silent: lost within ~11 s
-_explained = threading.Lock()  # held by whoever explains the end of the run
-_resume_note: list[str] = []
-
-
-def take_the_exit() -> bool:
-    """Claim the explanation of this process's end (True), or learn that the relay already has it."""
-    return _explained.acquire(blocking=False)
-
-
 def set_resume_note(note: str) -> None:
-    """How to resume the run (the command's words), printed under the line of a lost process 0."""
-    _resume_note[:] = [note]
+    """How to resume the run (the command's words), printed under the line of a process that JAX's runtime ended."""
+    supervise.tell(note=note)
 
 
-def _relay_to(coordinator: str) -> str:
-    """The address of a relay to `coordinator` (host:port), listening on this host."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    threading.Thread(target=_relay, args=(listener, _host_port(coordinator)), daemon=True,
-                     name="coordinator-relay").start()
-    return f"127.0.0.1:{listener.getsockname()[1]}"
-
-
-def _relay(listener: socket.socket, coordinator: tuple[str, int]) -> None:
-    while True:
-        client, _ = listener.accept()
-        try:
-            service = socket.create_connection(coordinator, timeout=10)
-        except OSError:
-            client.close()  # JAX's client tries again, within its join timeout
-            continue
-        service.settimeout(None)
-        service.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        for name, value in _KEEPALIVE.items():
-            if hasattr(socket, name):
-                service.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
-        threading.Thread(target=_copy, args=(client, service, None), daemon=True).start()
-        threading.Thread(target=_copy, args=(service, client, coordinator), daemon=True).start()
-
-
-def _copy(source: socket.socket, sink: socket.socket, coordinator: tuple[str, int] | None) -> None:
-    """Bytes from `source` to `sink` until `source` ends. From JAX's client (`coordinator` None): then the
-    connection to process 0 is shut, and the copy the other way decides. From process 0 (`coordinator` its
-    address): a process 0 still there closed it, and JAX's client sees it closed; else this process ends."""
-    try:
-        while data := source.recv(1 << 16):
-            sink.sendall(data)
-    except OSError:
-        pass
-    if coordinator is None:
-        try:
-            sink.shutdown(socket.SHUT_RDWR)  # never the client's end: JAX's client must not see process 0 gone
-        except OSError:
-            pass
-        return
-    if _joined and not _reachable(coordinator):
-        if take_the_exit():
-            note = _resume_note or ["Nothing checkpointed was lost: the same command, on every process, resumes "
-                                    "the run."]
-            print("\n".join([f"error: process {_who()}: process 0 of the run (the coordinator) stopped or cannot "
-                             "be reached", *note]), file=sys.stderr, flush=True)
-            os._exit(2)
-        return
-    for s in (source, sink):
-        s.close()
-
-
-def _reachable(address: tuple[str, int]) -> bool:
-    """Whether process 0 still accepts connections, a moment after one dropped (a killed process closes its
-    connections a little before its listening socket, and it may have stopped on an error this process is raising
-    too: its main thread then explains the end)."""
-    time.sleep(_GRACE_S)
-    try:
-        probe = socket.create_connection(address, timeout=5)
-    except OSError:
-        return False
-    with probe:
-        probe.settimeout(1)
-        try:
-            return probe.recv(1) != b""  # a server that speaks first: there; one that closes at once: going
-        except TimeoutError:
-            return True  # one that waits for us to speak: there
-        except OSError:
-            return False
+def end_run(text: str, status: int, error: BaseException) -> None:
+    """End this process of a multi-process run at once with `text` (its error line and notes) and `status`: printed
+    by the watching parent (`run.supervise`), which then drops JAX's own lines when `error` means a lost process.
+    JAX's exit handler would wait for the other processes at a shutdown barrier, then abort with a page of C++
+    stack."""
+    sys.stdout.flush()
+    if supervise.supervised():
+        supervise.tell(end={"text": text, "status": status, "lost": explain_failure(error) is not None})
+    else:
+        print(text, file=sys.stderr, flush=True)
+    os._exit(status)
 
 
 class ProcessLost(RuntimeError):
