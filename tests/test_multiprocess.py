@@ -35,7 +35,7 @@ LIMIT_S = 600  # each child process, at most
 # sfl at its smallest: 4 random configurations measured (one episode each) at each selection, 2 kept, every 2 updates
 SFL = ["method_options.sfl.pool=4", "method_options.sfl.keep=2", "method_options.sfl.refresh_updates=2",
        "method_options.sfl.rollouts_per_level=1", "method_options.sfl.rollout_steps=64"]
-STUDY = ("study", "--methods", "random,ppo,sfl", "--schedule", "fused")  # groups: random and ppo fused; sfl
+STUDY = ("study", "--methods", "random,ppo,sfl", "--grouping", "fused")  # groups: random and ppo fused; sfl
 ENVS = ["execution.shard=envs"]  # each agent's envs over the devices
 # Before the CLI: every process of a run writes the programs it compiled to the run's cache (JAX writes process 0's
 # alone), so that a resumed run's process 1 loads them instead of compiling them again while process 0 waits
