@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -157,6 +158,13 @@ class UnrolledCrafterEnv(CrafterEnv):
 
 class UnrolledCrafter(Crafter):
     """The Crafter game (same name, prompts, scores) whose environments unroll the short loops."""
+
+    def read_options(self, data=None, where="game_options", problems=None):
+        """Crafter's options; `step_loops: unrolled` (configurations and saved runs from before the experiment left
+        the package, which refuses it) reads as what this game runs: scan, unrolled while tracing."""
+        if isinstance(data, Mapping) and data.get("step_loops") == "unrolled":
+            data = {**data, "step_loops": "scan"}
+        return super().read_options(data, where, problems)
 
     def make_env(self, observation="symbolic", options=None):
         self.read_options(options)

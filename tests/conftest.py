@@ -48,7 +48,7 @@ import pytest  # noqa: E402
 
 from envgen_jax.envs.crafter import CrafterEnv  # noqa: E402
 from envgen_jax.trainer import reuse  # noqa: E402
-from tests.fast_compile import COMPILER_LOGGER, compile_once_across_processes  # noqa: E402
+from tests.fast_compile import COMPILER_LOGGER, compile_lock_problem, compile_once_across_processes  # noqa: E402
 
 compile_once_across_processes()  # a program both workers need at once is compiled by one of them
 
@@ -116,6 +116,13 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "check: in `make check`, the quick check (tests/conftest.py, QUICK_CHECK)")
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's --dist loadfile
         config.option.loadscopereorder = False
+
+
+def pytest_report_header(config):
+    """Where this JAX lacks the private names of the suite's compile lock (tests/fast_compile.py), the run says so in
+    its header (and tests/test_compile.py fails saying it), rather than running without it unseen."""
+    problem = compile_lock_problem()
+    return f"compile lock off (tests/fast_compile.py): {problem}" if problem else None
 
 
 def pytest_unconfigure(config):

@@ -33,7 +33,7 @@ def compile_lock_problem() -> str | None:
     try:
         modules = {m: importlib.import_module(f"jax._src.{m}") for m in PRIVATE_MODULES}
     except ImportError as e:
-        return f"jax._src has no {e.name}"
+        return f"this jax lacks the module {e.name}"
     missing = [f"jax._src.{m}.{f}" for m, names in PRIVATE_FUNCTIONS.items() for f in names
                if not callable(getattr(modules[m], f, None))]
     if missing:
@@ -60,11 +60,10 @@ def compile_once_across_processes() -> None:
     import inspect
     import time
 
-    from jax._src import compilation_cache, compiler, distributed, monitoring  # PRIVATE_MODULES
-
     run_dir = os.environ.get("ENVGEN_TEST_RUN_DIR")
     if run_dir is None or os.environ.get("ENVGEN_TEST_COMPILE_LOCK") == "0" or compile_lock_problem() is not None:
         return
+    from jax._src import compilation_cache, compiler, distributed, monitoring  # PRIVATE_MODULES, checked above
     compile_and_write, cache_read = compiler._compile_and_write_cache, compiler._cache_read
     write = compilation_cache.put_executable_and_time
     read_takes_callbacks = "host_callbacks" in inspect.signature(cache_read).parameters  # jax 0.11

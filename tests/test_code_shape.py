@@ -246,33 +246,43 @@ def test_older_keys_are_moved_by_one_function_with_one_message():
 
 
 def _patched_modules(source: str, filename: str) -> list[str]:
-    """Where `source` assigns to an attribute of a jax or craftax module (`jax.lax.scan = ...`, `setattr(jax.random,
-    ...)`, `craftax.x.y += ...`), as file:line, through the names it imports them under."""
+    """Where `source` replaces something of a jax or craftax module, as file:line, through the names it imports them
+    under: an assignment or `del` whose target is an attribute of one (`jax.lax.scan = ...`, `craftax.x.y += ...`,
+    `jax.lax.scan, x = ...`) or an item of its namespace (`jax.lax.__dict__["scan"] = ...`, `vars(jax.lax)[...]`),
+    `setattr`/`delattr` on one (also as `object.__setattr__`), and `mock.patch("jax...")`/`patch.object(jax...)`."""
     tree = ast.parse(source)
-    roots = {"jax", "craftax"}
+    packages = {"jax", "craftax"}
+    roots = set(packages)
     for node in ast.walk(tree):  # `import jax.numpy as jnp`, `from craftax.craftax import game_logic as gl`
         if isinstance(node, ast.Import):
-            roots |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in {"jax", "craftax"}}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in {"jax", "craftax"}:
+            roots |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in packages}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in packages:
             roots |= {a.asname or a.name for a in node.names}
 
     def of_module(target) -> bool:
-        while isinstance(target, ast.Attribute):
-            target = target.value
+        while isinstance(target, (ast.Attribute, ast.Subscript)) or (  # vars(jax.lax) is jax.lax's namespace
+                isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id == "vars"
+                and len(target.args) == 1):
+            target = target.args[0] if isinstance(target, ast.Call) else target.value
         return isinstance(target, ast.Name) and target.id in roots
 
-    found = []
-    for node in ast.walk(tree):
-        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
-                   if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-        for t in targets:
-            for leaf in (t.elts if isinstance(t, ast.Tuple) else [t]):
-                if isinstance(leaf, ast.Attribute) and of_module(leaf.value):
-                    found.append(f"{filename}:{node.lineno}")
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr")
-                and node.args and of_module(node.args[0])):
-            found.append(f"{filename}:{node.lineno}")
-    return found
+    def replaces(node) -> bool:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            leaves = [leaf for t in targets for leaf in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+            return any(isinstance(leaf, (ast.Attribute, ast.Subscript)) and of_module(leaf.value) for leaf in leaves)
+        if not (isinstance(node, ast.Call) and node.args):
+            return False
+        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        first = node.args[0]
+        if name in ("setattr", "delattr", "__setattr__", "__delattr__") or (
+                name == "object" and isinstance(node.func, ast.Attribute) and node.func.value is not None
+                and getattr(node.func.value, "id", getattr(node.func.value, "attr", "")) == "patch"):
+            return of_module(first)  # setattr(jax.random, ...), object.__setattr__(...), patch.object(jax.lax, ...)
+        return name == "patch" and isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+            first.value.split(".")[0] in packages  # mock.patch("jax.lax.scan", ...)
+
+    return [f"{filename}:{line}" for line in sorted({node.lineno for node in ast.walk(tree) if replaces(node)})]
 
 
 def test_no_patched_modules():
@@ -283,8 +293,11 @@ def test_no_patched_modules():
     assert not found, f"assignments to attributes of jax or craftax modules: {found}"
     bad = ("import jax\nimport jax.numpy as jnp\nfrom craftax.craftax import game_logic as gl\n"
            "jax.lax.scan, x = 1, 2\njnp.foo = 1\ngl.spawn_mobs += 1\nsetattr(jax.random, 'choice', 1)\n"
-           "state.x = 1\nself.jax = 2\n")
-    assert _patched_modules(bad, "f.py") == ["f.py:4", "f.py:5", "f.py:6", "f.py:7"]
+           "del jax.lax.scan\njax.lax.__dict__['scan'] = 1\nvars(gl)['x'] = 1\nobject.__setattr__(jnp, 'x', 1)\n"
+           "mock.patch('craftax.x.y', 1)\nmock.patch.object(jax.lax, 'scan', 1)\n"
+           "state.x = 1\nself.jax = 2\nd['jax'] = 1\nsetattr(state, 'x', 1)\nmock.patch('os.getcwd')\n"
+           "x = jax.lax.scan\nrows[jnp.arange(2)] = 1\n")
+    assert _patched_modules(bad, "f.py") == [f"f.py:{n}" for n in range(4, 14)]
     experiment = PACKAGE.parent / "benchmarks" / "unrolled_loops.py"
     assert _patched_modules(experiment.read_text(), "unrolled_loops.py")  # the scan sees what it is there for
 

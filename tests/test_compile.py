@@ -219,11 +219,17 @@ def test_the_suites_compile_lock_finds_the_private_jax_names_it_needs(monkeypatc
     """The one place the suite uses JAX's internals (tests/fast_compile.py): on a JAX without them this fails and
     says what is missing (the suite still runs, without the lock), never skips silently."""
     import jax
-    from jax._src import compiler
 
-    from tests.fast_compile import compile_lock_problem
-    problem = compile_lock_problem()
+    from tests import fast_compile
+    problem = fast_compile.compile_lock_problem()
     assert problem is None, (f"tests/fast_compile.py's compile lock is off on jax {jax.__version__}: {problem}; "
                              "programs two test workers need at once are compiled twice: update tests/fast_compile.py")
-    monkeypatch.delattr(compiler, "_compile_and_write_cache")
-    assert compile_lock_problem() == "this jax lacks jax._src.compiler._compile_and_write_cache"
+    # what a newer JAX without them is told (fast_compile's own tables changed, JAX left as it is)
+    monkeypatch.setitem(fast_compile.PRIVATE_FUNCTIONS, "compiler", ("_compile_and_write_cache", "_gone"))
+    assert fast_compile.compile_lock_problem() == "this jax lacks jax._src.compiler._gone"
+    monkeypatch.setattr(fast_compile, "PRIVATE_MODULES", (*fast_compile.PRIVATE_MODULES, "no_such_module"))
+    assert fast_compile.compile_lock_problem() == "this jax lacks the module jax._src.no_such_module"
+    monkeypatch.setattr(fast_compile, "COMPILE_AND_WRITE_PARAMETERS", ["backend"])
+    monkeypatch.setattr(fast_compile, "PRIVATE_MODULES", fast_compile.PRIVATE_MODULES[:-1])
+    monkeypatch.setitem(fast_compile.PRIVATE_FUNCTIONS, "compiler", ("_compile_and_write_cache",))
+    assert "not the expected (backend)" in fast_compile.compile_lock_problem()

@@ -13,7 +13,9 @@ import pytest
 from benchmarks.unrolled_loops import UnrolledCrafterEnv, make_env, short_loops_unrolled, unrolled_crafter
 from envgen_jax import games
 from envgen_jax.envs.crafter import CrafterConfig, CrafterEnv, make_params
+from envgen_jax.envs.crafter.game import UNROLLED_MOVED
 from envgen_jax.envs.draws import weighted_choice
+from envgen_jax.run_config import load_run_config
 from envgen_jax.schema import ConfigError
 
 
@@ -108,9 +110,20 @@ def test_the_package_keeps_craftaxs_loops_and_the_experiment_swaps_the_game_in_t
     assert type(crafter.make_env("pixels", {"step_loops": "scan"})) is CrafterEnv  # older configurations load
     with pytest.raises(ConfigError) as err:
         crafter.read_options({"step_loops": "unrolled"})
-    assert err.value.problems == ["game_options.step_loops: 'unrolled' is not one of 'scan'"]
+    assert err.value.problems == [UNROLLED_MOVED.format(where="game_options")]  # one line: where it went
+    assert "\n" not in err.value.problems[0] and "benchmarks/unrolled_loops.py" in err.value.problems[0]
+    found = []  # a run configuration's reader collects it with the options' other problems
+    assert crafter.read_options({"step_loops": "unrolled", "speed": 2}, problems=found) is None
+    assert found == [UNROLLED_MOVED.format(where="game_options"), "game_options.speed: unknown setting; allowed: "
+                     "step_loops"]
+    with pytest.raises(ConfigError, match="moved out of the package to benchmarks/unrolled_loops.py"):
+        load_run_config(None, ["env=crafter", "game_options.step_loops=unrolled"])
+    assert load_run_config(None, ["env=crafter", "game_options.step_loops=scan"]).game_options.step_loops == "scan"
     with unrolled_crafter():
         assert type(games.get("crafter").make_env("pixels")) is UnrolledCrafterEnv
+        # the launcher reads what it refers older configurations to, and runs them unrolled
+        older = load_run_config(None, ["env=crafter", "game_options.step_loops=unrolled"])
+        assert type(games.get("crafter").make_env("pixels", older.game_options)) is UnrolledCrafterEnv
     assert games.get("crafter") is crafter and type(make_env("scan")) is CrafterEnv
     with pytest.raises(ValueError, match="variant: 'fast' is not one of 'scan', 'unrolled'"):
         make_env("fast")

@@ -4,6 +4,7 @@ report and the command line know about it, and its one option, kept so that olde
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -11,6 +12,7 @@ from envgen_jax.envs.crafter.config import CrafterConfig
 from envgen_jax.envs.crafter.targeting import TARGETING
 from envgen_jax.envs.game import Game, GameOptions
 from envgen_jax.envs.scores import crafter_score
+from envgen_jax.schema import ConfigError
 
 # The 22 Crafter achievements, alphabetical as EnvGen's prompt lists them.
 CRAFTER_ACHIEVEMENTS = (
@@ -31,6 +33,12 @@ class CrafterOptions(GameOptions):
     WHAT = "crafter options"
 
 
+# What a configuration that still asks for the unrolled loops is told (one line, instead of "not one of 'scan'").
+UNROLLED_MOVED = ("{where}.step_loops: 'unrolled' moved out of the package to benchmarks/unrolled_loops.py: run the "
+                  "command as `python benchmarks/unrolled_loops.py <command> ...` (it reads this), or set step_loops: "
+                  "scan (the same results; docs/devices.md)")
+
+
 class Crafter(Game):
     name = "crafter"
     title = "Crafter"
@@ -46,6 +54,18 @@ class Crafter(Game):
     score_definition = ("Crafter score: per seed, success rates pooled over every episode that finished in the "
                         "scored (final) phase, S = exp(mean_i ln(1 + s_i)) - 1 over the 22 achievements; then mean "
                         "+/- population std over seeds")
+
+    def read_options(self, data=None, where="game_options", problems=None):
+        """As every game reads its options; a configuration that still asks for the unrolled loops is told where
+        they went (with any other problem of its options)."""
+        if not (isinstance(data, Mapping) and data.get("step_loops") == "unrolled"):
+            return super().read_options(data, where, problems)
+        found = [UNROLLED_MOVED.format(where=where)]
+        super().read_options({**data, "step_loops": "scan"}, where, found)  # its other keys, still checked
+        if problems is None:
+            raise ConfigError(found, what="crafter options")
+        problems += found
+        return None
 
     def make_env(self, observation="symbolic", options=None):
         from envgen_jax.envs.crafter import CrafterEnv
