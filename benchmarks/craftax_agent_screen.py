@@ -107,7 +107,7 @@ def choose(rows: list[dict]) -> str | None:
 
 
 def write(rows: list[dict], path: Path) -> None:
-    winner = choose(rows)
+    winner = choose(rows) if len(rows) > 1 else None  # a screen needs candidates to compare
     result = {"environment": environment(), "rule": RULE, "config": str(CONFIG.relative_to(ROOT)),
               "note": f"plain PPO in the original game; {CPU_NOTE}",
               "rows": rows, "winner": winner}
@@ -123,7 +123,8 @@ def write(rows: list[dict], path: Path) -> None:
         ratio = "-" if paper_sps is None else f"{paper_sps / r['steps_per_second']:.2f}x"
         lines.append(f"| {r['candidate']} | {r['seeds']} | {f('return_pct_end')} ({seeds}) | {f('return_pct')} | "
                      f"{f('eval_return_pct')} | {ratio} |")
-    lines += ["", f"Winner by the rule: **{winner}**." if winner else "No finished candidate yet.",
+    lines += ["", f"Winner by the rule: **{winner}**." if winner else
+              "The screen has not run: fewer than two finished candidates, so no winner yet.",
               f"Measured on {result['environment'].get('device')} at commit "
               f"{str(result['environment'].get('commit'))[:12]}."]
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
@@ -136,7 +137,7 @@ PUBLISHED_PPO = {"mean": 2.2, "spread": 0.3, "source": "Craftax's README, Crafta
 def write_paper_shape(row: dict, path: Path) -> dict:
     """Issue 73 item 1: our PPO at the paper's shape against the published 1M PPO, from the `paper` row."""
     end = row["return_pct_end"]
-    result = {"environment": environment(), "run": row["run"], "seeds": row["seeds"], "env_steps": row["env_steps"],
+    result = {"environment": environment(), "run": row["run"], "files": "benchmarks/results/craftax_ppo_paper_shape/ (the run directory without checkpoints)", "seeds": row["seeds"], "env_steps": row["env_steps"],
               "config": str(CONFIG.relative_to(ROOT)),
               "definition": "return_pct: the mean return of the training episodes that ended in the last 12 updates "
                             "(49,152 env steps per seed), as % of 226, per seed (Craftax's table's measure); "
