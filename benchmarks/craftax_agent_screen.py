@@ -33,8 +33,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from benchmarks.common import CPU_NOTE, environment, platform_tag  # noqa: E402
@@ -86,10 +84,9 @@ def row(name: str, run: Path) -> dict | None:
            "seeds": report["seeds"], "first_seed": report["first_seed"], "env_steps": report["env_steps"],
            "train_seconds": train_s, "steps_per_second": report["env_steps"] * report["seeds"] / train_s,
            "wall_seconds": report["wall_seconds"]}
-    for key in ("return_pct_end", "return_pct", "eval_return_pct", "score"):
-        values = [np.nan if v is None else v for v in report.get(f"{key}_per_seed") or []]
-        out[key] = {"per_seed": report.get(f"{key}_per_seed"), "mean": float(np.nanmean(values)) if values else None,
-                    "std": float(np.nanstd(values)) if values else None}
+    for key in ("return_pct_end", "return_pct", "eval_return_pct", "score"):  # report.json's own mean and std
+        out[key] = {"per_seed": report.get(f"{key}_per_seed"), "mean": report.get(key),
+                    "std": report.get(f"{key}_std")}
     out["deep_skills"] = {a: report["achievements"].get(a) for a in
                           ("enter_dungeon", "make_iron_pickaxe", "collect_diamond", "defeat_orc_solider")}
     return out
@@ -137,8 +134,9 @@ PUBLISHED_PPO = {"mean": 2.2, "spread": 0.3, "source": "Craftax's README, Crafta
 def write_paper_shape(row: dict, path: Path) -> dict:
     """Issue 73 item 1: our PPO at the paper's shape against the published 1M PPO, from the `paper` row."""
     end = row["return_pct_end"]
-    result = {"environment": environment(), "run": row["run"], "files": "benchmarks/results/craftax_ppo_paper_shape/ (the run directory without checkpoints)", "seeds": row["seeds"], "env_steps": row["env_steps"],
-              "config": str(CONFIG.relative_to(ROOT)),
+    result = {"environment": environment(), "run": row["run"],
+              "files": "benchmarks/results/craftax_ppo_paper_shape/ (the run directory without checkpoints)",
+              "seeds": row["seeds"], "env_steps": row["env_steps"], "config": str(CONFIG.relative_to(ROOT)),
               "definition": "return_pct: the mean return of the training episodes that ended in the last 12 updates "
                             "(49,152 env steps per seed), as % of 226, per seed (Craftax's table's measure); "
                             "scored_phase_return_pct: every episode of the final 606,208 steps; eval_return_pct: "

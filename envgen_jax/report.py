@@ -101,14 +101,13 @@ def end_of_training_returns(curve: list[dict], steps_per_update: int) -> tuple[l
     return [float(t / e) if e else None for t, e in zip(total, episodes)], last - start
 
 
-def table_measures(state, cfg, max_return) -> dict:
+def table_measures(state, cfg, max_return, final_eval) -> dict:
     """Beside the scored phase's return_pct: the table's own measure (return_pct_end, `end_of_training_returns`) and
-    the final evaluation's in held-out worlds of the original game (eval_return_pct)."""
+    `final_eval`'s in held-out worlds of the original game (eval_return_pct)."""
     if not max_return:
         return {}
     end, span = end_of_training_returns(state.curve, cfg.steps_per_update)
     out = {**_return_pct(end, max_return, "return_pct_end"), "return_pct_end_env_steps": span}
-    final_eval = next((e for e in reversed(state.evals) if e.final), None)
     if final_eval is not None and final_eval.mean_return_per_seed is not None:
         out.update(_return_pct(final_eval.mean_return_per_seed, max_return, "eval_return_pct"))
     return out
@@ -125,7 +124,7 @@ def write_report(out: Path, cfg, state, names, *, scored_env_steps: int, wall_se
     final_eval = next((e for e in reversed(state.evals) if e.final), None)
     report = {
         "method": cfg.method, "env": cfg.env, "seeds": cfg.seeds, "first_seed": cfg.seed,
-        **summary, **table_measures(state, cfg, game.max_return),
+        **summary, **table_measures(state, cfg, game.max_return, final_eval),
         # The Crafter score under its own name, as the paper reports it (None for other games).
         "crafter_score": summary["score"] if game.score_is_crafter else None,
         "crafter_score_std": summary["score_std"] if game.score_is_crafter else None,

@@ -478,7 +478,8 @@ def test_craftax_agent_screen_reads_finished_runs_and_applies_its_stated_rule(tm
         out = tmp_path / name
         out.mkdir()
         report = {"seeds": len(end_per_seed), "first_seed": 0, "env_steps": 999_424, "wall_seconds": 10.0,
-                  "return_pct_end_per_seed": end_per_seed, "return_pct_per_seed": [1.0] * len(end_per_seed),
+                  "return_pct_end_per_seed": end_per_seed, "return_pct_end": float(np.mean(end_per_seed)),
+                  "return_pct_end_std": float(np.std(end_per_seed)), "return_pct_per_seed": [1.0] * len(end_per_seed),
                   "score_per_seed": [0.5] * len(end_per_seed), "achievements": {"enter_dungeon": 2.0}}
         (out / "report.json").write_text(json.dumps(report))
         (out / "metrics.jsonl").write_text(json.dumps({"seconds": 4.0}) + "\n" + json.dumps({"seconds": 6.0}) + "\n")

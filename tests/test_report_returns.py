@@ -40,13 +40,14 @@ def test_report_gives_the_tables_measure_and_the_held_out_one_as_percent_of_the_
                                   "success_mean": {}, "success_std": {}, "mean_return_per_seed": [4.52, 9.04]})
     state = types.SimpleNamespace(curve=[_chunk(4096 * 4, [2, 1], [2.26, 11.3])], evals=[final])
     cfg = types.SimpleNamespace(steps_per_update=4096)
-    out = table_measures(state, cfg, craftax.max_return)
+    out = table_measures(state, cfg, craftax.max_return, final)
     assert out["return_pct_end_per_seed"] == pytest.approx([1.0, 5.0])
     assert out["return_pct_end"] == pytest.approx(3.0) and out["return_pct_end_std"] == pytest.approx(2.0)
     assert out["eval_return_pct_per_seed"] == pytest.approx([2.0, 4.0])
     old = Evaluation.from_dict({**final.to_dict(), "mean_return_per_seed": None})  # a run from before it was kept
-    assert "eval_return_pct" not in table_measures(types.SimpleNamespace(curve=state.curve, evals=[old]), cfg, 226)
-    assert table_measures(state, cfg, games.get("crafter").max_return) == {}  # Crafter: no maximum, no measure
+    assert "eval_return_pct" not in table_measures(state, cfg, 226, old)
+    assert "eval_return_pct" not in table_measures(state, cfg, 226, None)  # no final evaluation (yet)
+    assert table_measures(state, cfg, games.get("crafter").max_return, final) == {}  # Crafter: no maximum, no measure
 
 
 def test_a_study_compares_the_return_measures_only_where_every_report_has_them():
