@@ -22,30 +22,15 @@ METHODS=${METHODS:-ppo,envgen,scripted,random,sfl,plr,envgen_sfl,easy_to_hard}
 
 [ -d "$TREE" ] || git worktree add --detach "$TREE" "$STUDY_COMMIT" || exit 1
 for f in study.yaml; do [ -f "$OUT/$f" ] || [ ! -f "$KEEP/$f" ] || cp "$KEEP/$f" "$OUT/"; done
-for done in "$KEEP"/*/report.json; do
-  [ -f "$done" ] || continue
-  m=$(basename "$(dirname "$done")")
-  [ -f "$OUT/$m/report.json" ] || { rm -rf "${OUT:?}/$m"; cp -r "$KEEP/$m" "$OUT/$m"; }
-done
+. "$MAIN/benchmarks/study_keep.sh"  # restore_finished, keep_finished
+restore_finished
 
-keep_finished() {  # again on every pass: a run writes report.json before report.md and its plots
-  for report in "$OUT"/*/report.json; do
-    [ -f "$report" ] || continue
-    m=$(basename "$(dirname "$report")")
-    mkdir -p "$KEEP/$m"
-    tar -C "$OUT/$m" --exclude=./checkpoints --exclude=./tb -cf - . | tar -C "$KEEP/$m" -xf -
-  done
-  for f in study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png; do
-    [ -f "$OUT/$f" ] && cp "$OUT/$f" "$KEEP/"
-  done
-}
-
-( while sleep 120; do keep_finished; done ) &
+( while sleep 120; do keep_finished study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png; done ) &
 WATCH=$!
 trap 'kill $WATCH 2>/dev/null' EXIT
 cd "$TREE"
 JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE PYTHONPATH="$TREE" "$MAIN/.venv/bin/python" -m envgen_jax.cli study \
   --config configs/craftax_study.yaml --methods "$METHODS" --seeds 4 --grouping sequential --out "$OUT"
 rc=$?
-keep_finished
+keep_finished study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png
 exit $rc

@@ -18,29 +18,15 @@ METHODS=ppo,envgen,scripted,random,fixed,easy_to_hard,adversarial,plr,sfl,envgen
 [ -d "$TREE" ] || git worktree add --detach "$TREE" "$STUDY_COMMIT" || exit 1
 mkdir -p "$OUT" "$KEEP"
 [ -f "$OUT/study.yaml" ] || [ ! -f "$KEEP/study.yaml" ] || cp "$KEEP/study.yaml" "$OUT/"
-for done in "$KEEP"/*/report.json; do
-  [ -f "$done" ] || continue
-  m=$(basename "$(dirname "$done")")
-  [ -f "$OUT/$m/report.json" ] || { rm -rf "${OUT:?}/$m"; cp -r "$KEEP/$m" "$OUT/$m"; }
-done
+. "$MAIN/benchmarks/study_keep.sh"  # restore_finished, keep_finished
+restore_finished
 
-keep_finished() {  # copy finished methods (no checkpoints, no TensorBoard) into the tracked directory, again on
-  # every pass: a run writes report.json before report.md and its plots, so one pass may catch it half-written
-  for report in "$OUT"/*/report.json; do
-    [ -f "$report" ] || continue
-    m=$(basename "$(dirname "$report")")
-    mkdir -p "$KEEP/$m"
-    tar -C "$OUT/$m" --exclude=./checkpoints --exclude=./tb -cf - . | tar -C "$KEEP/$m" -xf -
-  done
-  cp "$OUT/study.yaml" "$KEEP/" 2>/dev/null
-}
-
-( while sleep 120; do keep_finished; done ) &
+( while sleep 120; do keep_finished study.yaml; done ) &
 WATCH=$!
 trap 'kill $WATCH 2>/dev/null' EXIT
 cd "$TREE"
 JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE PYTHONPATH="$TREE" "$MAIN/.venv/bin/python" -m envgen_jax.cli study \
   --config configs/study_cpu.yaml --methods "$METHODS" --seeds 4 --out "$OUT"
 rc=$?
-keep_finished
+keep_finished study.yaml
 exit $rc
