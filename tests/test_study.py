@@ -10,6 +10,7 @@ import pytest
 from scipy.special import stdtr
 
 from envgen_jax.cli import main
+from envgen_jax.config_io import dump_yaml, load_yaml
 from envgen_jax.run.loop import EnvGenRun
 from envgen_jax.study import RESAMPLES, RNG_SEED, difference, holm, mean_ci, pairwise, reconcile, resolve, superiority
 from tests.trainer_configs import tiny_run
@@ -204,6 +205,27 @@ def test_bad_input_and_changed_settings_are_clear_errors(study, tmp_path, capsys
     # Adding a method keeps the study's own settings and order.
     settings = resolve(ROOT / "configs" / "smoke.yaml", ["random", "fixed", "ppo"], 2, TINY)
     assert reconcile(settings, out).methods == ("ppo", "random", "fixed")
+
+
+def test_a_finished_run_made_with_other_output_or_llm_settings_is_reused(study, tmp_path, capsys):
+    """Plain PPO trained outside the study (its own output and LLM settings) counts as the study's ppo run; a
+    setting that changes what it learns is still an error."""
+    out, data = study
+    rerun = tmp_path / "s"
+    shutil.copytree(out, rerun)
+    saved = load_yaml(rerun / "ppo" / "config.yaml")
+    saved["output"]["checkpoint_minutes"] += 7  # never read by training
+    saved["llm"]["temperature"] = 0.1  # ppo asks no LLM
+    (rerun / "ppo" / "config.yaml").write_text(dump_yaml(saved))
+    assert main([*ARGS, "--out", str(rerun)]) == 0
+    said = capsys.readouterr().out
+    assert "ppo: reusing a run made with other llm, output settings, none of which changes what it learns" in said
+    assert "ppo: finished earlier" in said and "random: finished earlier" in said
+    assert _comparable(json.loads((rerun / "study.json").read_text())) == _comparable(data)
+    saved["ppo"]["lr"] /= 2
+    (rerun / "ppo" / "config.yaml").write_text(dump_yaml(saved))
+    assert main([*ARGS, "--out", str(rerun)]) == 1
+    assert "config.yaml: differs from the study's settings" in capsys.readouterr().err
 
 
 def test_the_study_config_reruns_the_designer_the_second_study_ran():

@@ -158,9 +158,12 @@ each need a program of their own and run alone. --dry-run prints the groups, age
 
 Resuming: run the same command again, after a kill or in a later session. Finished runs are reused, started runs
 resume from their newest checkpoint, the rest start. A rerun must use the same settings (exit 1 naming each
-difference), but it may add methods. If a method fails (an LLM error, say), the error goes to stderr (its traceback
-to OUT/errors.log), the next method runs, and the command exits 2; the same command then retries the failed method.
-Long studies can run in the background (nohup ... &) and be continued this way.
+difference), but it may add methods. A finished run put in OUT/<method>/ by hand (plain PPO trained with
+`envgen-jax train`, say) counts when only settings that cannot change what it learnt differ: output, the LLM's for
+a method that asks none, other methods' options (it says which). If a method fails (an LLM error, say), the
+error goes to stderr (its traceback to OUT/errors.log), the next method runs, and the command exits 2; the same
+command then retries the failed method. Long studies can run in the background (nohup ... &) and be continued this
+way.
 
 Outputs, rewritten after every method from the run directories' files (report.json, metrics.jsonl):
   study.md, study.json       per method: the score and reward (mean +/- std over seeds, every seed's value, a 95%

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envgen_jax.llm.replay import replay_client
+from envgen_jax.methods import uses_llm
 from envgen_jax.run.distributed import explain_failure, is_lead
 from envgen_jax.run.log import Prefixed
 from envgen_jax.run.loop import EnvGenRun, latest_checkpoint
 from envgen_jax.run.provenance import environment
-from envgen_jax.run_config import load_run_config
+from envgen_jax.run_config import RunConfig, load_run_config
 from envgen_jax.schema import ConfigError
 from envgen_jax.study.compare import build_comparison
 from envgen_jax.study.groups import groups
@@ -44,6 +45,8 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
     for i, group in enumerate(program_groups):
         try:
             trained, failed = run_group(settings, group, out, log, llm_client)
+        except ConfigError:  # a run made with other settings: bad input, not a failed method
+            raise
         except Exception as e:  # noqa: BLE001 -- one failed group must not lose the others
             if explain_failure(e):  # a process of a multi-process study is gone: nothing more can run
                 raise
@@ -97,16 +100,35 @@ def log_traceback(out: Path, what: str, details: str | None = None) -> Path:
 
 
 def _check_or_reuse(settings: StudySettings, method: str, out: Path, log: Callable[[str], None]) -> bool:
-    """Whether OUT/<method> still has to train (False: finished earlier); a run made with other settings is an
-    error."""
+    """Whether OUT/<method> still has to train (False: finished earlier). A run made with other settings is an
+    error, but for a finished one whose other settings cannot change what it learnt (`_what_trains`: e.g. plain
+    PPO trained outside the study, with its own output and LLM settings), which is reused and said so."""
     run_dir = out / method
-    if (run_dir / "config.yaml").exists() and load_run_config(run_dir / "config.yaml") != settings.run_config(method):
-        raise ConfigError([f"{run_dir / 'config.yaml'}: differs from the study's settings in {out / 'study.yaml'}"],
-                          what=f"{method} run")
-    if (run_dir / "report.json").exists():
+    finished = (run_dir / "report.json").exists()
+    if (run_dir / "config.yaml").exists():
+        saved, wanted = load_run_config(run_dir / "config.yaml"), settings.run_config(method)
+        if saved != wanted and not (finished and _what_trains(saved) == _what_trains(wanted)):
+            raise ConfigError([f"{run_dir / 'config.yaml'}: differs from the study's settings in "
+                               f"{out / 'study.yaml'}"], what=f"{method} run")
+        if saved != wanted:
+            differ = sorted(k for k, v in saved.to_dict().items() if wanted.to_dict()[k] != v)
+            log(f"{method}: reusing a run made with other {', '.join(differ)} settings, none of which changes what "
+                f"it learns ({run_dir / 'config.yaml'})")
+    if finished:
         log(f"{method}: finished earlier ({run_dir / 'report.md'})")
         return False
     return True
+
+
+def _what_trains(cfg: RunConfig) -> dict:
+    """The settings that can change what a run learns: all but its output settings, its LLM settings when its
+    method asks no LLM, and the options of other methods."""
+    d = cfg.to_dict()
+    d.pop("output")
+    if not uses_llm(cfg.method):
+        d.pop("llm")
+    d["method_options"] = d["method_options"].get(cfg.method)
+    return d
 
 
 def _session(run_dir: Path, resumed: bool, fused_with: list[str] | None = None) -> None:
