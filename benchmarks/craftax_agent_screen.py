@@ -20,7 +20,9 @@ gets the same seeds (0..N-1). The paper's agent is item 1 of the issue: its run 
 runs/craftax_ppo_paper_shape) counts as the `paper` candidate when it was trained with the same seeds.
 
 Runs live in `--work-dir/<candidate>` (default runs/craftax_agent_screen): a killed screen continues where it was
-when rerun (the main command's --resume). Results: benchmarks/results/craftax_agent_screen_<platform>.{json,md},
+when rerun (the main command's --resume). A finished run is kept, without its checkpoints and TensorBoard files, in
+benchmarks/results/craftax_agent_screen/<candidate>/ (the paper's in benchmarks/results/craftax_ppo_paper_shape/),
+and its row is read from there when the run directory is gone (a fresh checkout). Results: benchmarks/results/craftax_agent_screen_<platform>.{json,md},
 kept across invocations (one row per candidate), each row with the commit and machine it ran on; speeds are the
 CPU's, for ratios between rows only.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +41,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import CPU_NOTE, environment, platform_tag  # noqa: E402
 
 CONFIG = ROOT / "configs" / "craftax_ppo.yaml"
+KEPT = {"paper": ROOT / "benchmarks" / "results" / "craftax_ppo_paper_shape"}  # the others: KEEP / <candidate>
+KEEP = ROOT / "benchmarks" / "results" / "craftax_agent_screen"
 RULE = ("highest mean return_pct_end over the candidate's seeds (the training episodes that ended in the last 12 "
         "updates, % of 226) at 1M env steps, plain PPO in the original game; the paper's agent stays the default "
         "unless another candidate's mean is higher by more than 0.1 points")
@@ -72,6 +77,16 @@ def train(name: str, seeds: int, out: Path) -> int:
     return subprocess.call([sys.executable, "-m", "envgen_jax.cli", *cmd], cwd=ROOT)
 
 
+def keep(run: Path, kept: Path) -> Path:
+    """The finished run's directory if it is here (copied to `kept` without checkpoints and TensorBoard files, so
+    a commit keeps it), else its kept copy."""
+    if not (run / "report.json").exists():
+        return kept
+    if run.resolve() != kept.resolve():
+        shutil.copytree(run, kept, ignore=shutil.ignore_patterns("checkpoints", "tb"), dirs_exist_ok=True)
+    return run
+
+
 def row(name: str, run: Path) -> dict | None:
     """A candidate's row from its finished run directory (report.json, config.yaml, metrics.jsonl)."""
     if not (run / "report.json").exists():
@@ -104,10 +119,12 @@ def choose(rows: list[dict]) -> str | None:
 
 
 def write(rows: list[dict], path: Path) -> None:
-    winner = choose(rows) if len(rows) > 1 else None  # a screen needs candidates to compare
+    leader = choose(rows) if len(rows) > 1 else None  # a screen needs candidates to compare
+    missing = [c for c in CANDIDATES if c not in {r["candidate"] for r in rows}]
+    winner = None if missing else leader
     result = {"environment": environment(), "rule": RULE, "config": str(CONFIG.relative_to(ROOT)),
               "note": f"plain PPO in the original game; {CPU_NOTE}",
-              "rows": rows, "winner": winner}
+              "rows": rows, "winner": winner, "leader": leader, "not_yet_run": missing}
     path.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     paper_sps = next((r["steps_per_second"] for r in rows if r["candidate"] == "paper"), None)
     lines = ["# Full Craftax: the agent screen at 1M env steps (plain PPO, original game)", "",
@@ -121,7 +138,8 @@ def write(rows: list[dict], path: Path) -> None:
         lines.append(f"| {r['candidate']} | {r['seeds']} | {f('return_pct_end')} ({seeds}) | {f('return_pct')} | "
                      f"{f('eval_return_pct')} | {ratio} |")
     lines += ["", f"Winner by the rule: **{winner}**." if winner else
-              "The screen has not run: fewer than two finished candidates, so no winner yet.",
+              f"Not finished ({', '.join(missing)} still to run): leading by the rule so far, **{leader}**." if leader
+              else "The screen has not run: fewer than two finished candidates, so no winner yet.",
               f"Measured on {result['environment'].get('device')} at commit "
               f"{str(result['environment'].get('commit'))[:12]}."]
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
@@ -176,6 +194,7 @@ def main(argv=None) -> int:
     if not args.report:
         for name in names:
             status = train(name, args.seeds, runs[name]) or status
+    runs = {n: keep(run, KEPT.get(n, KEEP / n)) for n, run in runs.items()}
     rows = [r for n in CANDIDATES if (r := row(n, runs[n])) is not None and r["seeds"] == args.seeds]
     write(rows, ROOT / "benchmarks" / "results" / f"craftax_agent_screen_{platform_tag()}")
     paper = next((r for r in rows if r["candidate"] == "paper"), None)

@@ -492,10 +492,21 @@ def test_craftax_agent_screen_reads_finished_runs_and_applies_its_stated_rule(tm
     assert screen.choose([paper, close, better]) == "map"
     assert screen.choose([close]) == "mlp_ln_vn" and screen.choose([]) is None
     assert screen.row("lowsample", tmp_path / "absent") is None  # not finished: no row
-    screen.write([paper, better], tmp_path / "screen")
+    screen.write([paper, better], tmp_path / "screen")  # two candidates not run yet: a leader, no winner
     written = json.loads((tmp_path / "screen.json").read_text())
-    assert written["winner"] == "map" and written["rule"] == screen.RULE
+    assert written["winner"] is None and written["leader"] == "map" and written["rule"] == screen.RULE
+    assert written["not_yet_run"] == ["mlp_ln_vn", "lowsample"]
+    assert "Not finished (mlp_ln_vn, lowsample still to run): leading by the rule so far, **map**" in \
+        (tmp_path / "screen.md").read_text()
+    screen.write([paper, close, better, {**close, "candidate": "lowsample"}], tmp_path / "screen")
+    assert json.loads((tmp_path / "screen.json").read_text())["winner"] == "map"
     assert "Winner by the rule: **map**" in (tmp_path / "screen.md").read_text()
+    # A finished run is kept without its checkpoints; once its directory is gone, the kept copy is read.
+    (tmp_path / "map" / "checkpoints").mkdir()
+    assert screen.keep(tmp_path / "map", tmp_path / "kept" / "map") == tmp_path / "map"
+    assert sorted(p.name for p in (tmp_path / "kept" / "map").iterdir()) == ["metrics.jsonl", "report.json"]
+    assert screen.keep(tmp_path / "gone", tmp_path / "kept" / "map") == tmp_path / "kept" / "map"
+    assert screen.row("map", tmp_path / "kept" / "map")["return_pct_end"]["mean"] == pytest.approx(2.8)
     shape = screen.write_paper_shape(paper, tmp_path / "paper.json")
     assert shape["return_pct"]["per_seed"] == [2.0, 2.2] and shape["return_pct"]["mean"] == pytest.approx(2.1)
     assert shape["within_published_spread"] is True and shape["published_ppo"]["mean"] == 2.2
