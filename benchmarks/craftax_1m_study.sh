@@ -8,11 +8,39 @@
 # The run directory is runs/craftax_1m (ignored by git); every finished method is copied, without checkpoints or
 # TensorBoard files, to benchmarks/results/craftax_1m/<method>/ (tracked) with study.md/json, and copied back into a
 # run directory that lacks it, so a fresh checkout loses at most the method that was training.
+# It starts only after the agent screen (benchmarks/craftax_agent_screen.py) has a winner that is
+# configs/base/craftax.yaml's agent, and takes the winner's run as its ppo (reused: same agent, seeds, steps).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MAIN=$PWD
 KEEP=$MAIN/benchmarks/results/craftax_1m
 OUT=$MAIN/runs/craftax_1m
+# ppo is the agent screen's winning run (plain PPO, same agent, seeds and schedule: the study reuses it and says so,
+# or stops with the settings that differ if base/craftax.yaml's agent is not the winner's).
+WINNER=$("$MAIN/.venv/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["winner"] or "")' \
+  "$MAIN/benchmarks/results/craftax_agent_screen_cpu.json" 2>/dev/null)
+case "$WINNER" in
+  "") ;;
+  paper) SCREENED=$MAIN/benchmarks/results/craftax_ppo_paper_shape ;;
+  *) SCREENED=$MAIN/benchmarks/results/craftax_agent_screen/$WINNER ;;
+esac
+if [ -z "$WINNER" ]; then  # the study's agent is the screen's winner (issue 73): not before the screen ends
+  echo "error: the agent screen has no winner yet (benchmarks/results/craftax_agent_screen_cpu.json); finish it first:" \
+    "python benchmarks/craftax_agent_screen.py --seeds 4" >&2
+  exit 1
+fi
+if [ ! -f "$KEEP/commit" ]; then  # before pinning the code: its default agent must be the winner's
+  JAX_PLATFORMS=cpu "$MAIN/.venv/bin/python" - "$SCREENED/config.yaml" <<'PY' || exit 1
+import sys
+from envgen_jax.run_config import load_run_config
+from envgen_jax.study.runner import _what_trains
+from envgen_jax.study.settings import resolve
+screened = load_run_config(sys.argv[1])
+if _what_trains(screened) != _what_trains(resolve("configs/craftax_study.yaml", ["ppo"], 4).run_config("ppo")):
+    sys.exit(f"error: configs/base/craftax.yaml's agent is not the screen's winner ({sys.argv[1]}): make it so, "
+             "commit, then start the study")
+PY
+fi
 mkdir -p "$OUT" "$KEEP"
 [ -f "$KEEP/commit" ] || git rev-parse "${STUDY_COMMIT:-HEAD}" > "$KEEP/commit"
 STUDY_COMMIT=$(cat "$KEEP/commit")
@@ -24,6 +52,9 @@ METHODS=${METHODS:-ppo,envgen,scripted,random,sfl,plr,envgen_sfl,easy_to_hard}
 for f in study.yaml; do [ -f "$OUT/$f" ] || [ ! -f "$KEEP/$f" ] || cp "$KEEP/$f" "$OUT/"; done
 . "$MAIN/benchmarks/study_keep.sh"  # restore_finished, keep_finished
 restore_finished
+if [ ! -e "$OUT/ppo" ] && [ -f "$SCREENED/report.json" ]; then
+  cp -r "$SCREENED" "$OUT/ppo" && echo "ppo: the agent screen's winner ($WINNER), from $SCREENED"
+fi
 
 ( while sleep 120; do keep_finished study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png; done ) &
 WATCH=$!
