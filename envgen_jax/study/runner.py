@@ -29,6 +29,10 @@ from envgen_jax.study.plots import plot_study
 from envgen_jax.study.settings import StudySettings, reconcile, save_settings
 
 
+class RunSettingsDiffer(ConfigError):
+    """OUT/<method> holds a run made with other settings than the study's."""
+
+
 def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], None] = print,
               llm_client: Any = None, grouping: str = "auto") -> int:
     """Run (resume, reuse) every method's run, then write the comparison. Returns 0, or 2 if a method failed.
@@ -45,7 +49,7 @@ def run_study(settings: StudySettings, out: str | Path, log: Callable[[str], Non
     for i, group in enumerate(program_groups):
         try:
             trained, failed = run_group(settings, group, out, log, llm_client)
-        except ConfigError:  # a run made with other settings: bad input, not a failed method
+        except RunSettingsDiffer:  # bad input, not a failed method (a method's own ConfigError fails it alone)
             raise
         except Exception as e:  # noqa: BLE001 -- one failed group must not lose the others
             if explain_failure(e):  # a process of a multi-process study is gone: nothing more can run
@@ -108,7 +112,7 @@ def _check_or_reuse(settings: StudySettings, method: str, out: Path, log: Callab
     if (run_dir / "config.yaml").exists():
         saved, wanted = load_run_config(run_dir / "config.yaml"), settings.run_config(method)
         if saved != wanted and not (finished and _what_trains(saved) == _what_trains(wanted)):
-            raise ConfigError([f"{run_dir / 'config.yaml'}: differs from the study's settings in "
+            raise RunSettingsDiffer([f"{run_dir / 'config.yaml'}: differs from the study's settings in "
                                f"{out / 'study.yaml'}"], what=f"{method} run")
         if saved != wanted:
             differ = sorted(k for k, v in saved.to_dict().items() if wanted.to_dict()[k] != v)
