@@ -15,28 +15,24 @@ cd "$(dirname "$0")/.."
 MAIN=$PWD
 KEEP=$MAIN/benchmarks/results/craftax_1m
 OUT=$MAIN/runs/craftax_1m
-# ppo is the agent screen's winning run (plain PPO, same agent, seeds and schedule: the study reuses it and says so,
-# or stops with the settings that differ if base/craftax.yaml's agent is not the winner's).
-WINNER=$("$MAIN/.venv/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["winner"] or "")' \
+CONFIG=configs/craftax_study.yaml SEEDS=4
+# ppo is the agent screen's winning run (plain PPO, same agent, seeds and schedule: the study reuses it and says so).
+SCREENED=$("$MAIN/.venv/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("winner_files") or "")' \
   "$MAIN/benchmarks/results/craftax_agent_screen_cpu.json" 2>/dev/null)
-case "$WINNER" in
-  "") ;;
-  paper) SCREENED=$MAIN/benchmarks/results/craftax_ppo_paper_shape ;;
-  *) SCREENED=$MAIN/benchmarks/results/craftax_agent_screen/$WINNER ;;
-esac
-if [ -z "$WINNER" ]; then  # the study's agent is the screen's winner (issue 73): not before the screen ends
+if [ -z "$SCREENED" ]; then  # the study's agent is the screen's winner (issue 73): not before the screen ends
   echo "error: the agent screen has no winner yet (benchmarks/results/craftax_agent_screen_cpu.json); finish it first:" \
     "python benchmarks/craftax_agent_screen.py --seeds 4" >&2
   exit 1
 fi
+SCREENED=$MAIN/$SCREENED
 if [ ! -f "$KEEP/commit" ]; then  # before pinning the code: its default agent must be the winner's
-  JAX_PLATFORMS=cpu "$MAIN/.venv/bin/python" - "$SCREENED/config.yaml" <<'PY' || exit 1
+  JAX_PLATFORMS=cpu "$MAIN/.venv/bin/python" - "$SCREENED/config.yaml" "$CONFIG" "$SEEDS" <<'PY' || exit 1
 import sys
 from envgen_jax.run_config import load_run_config
-from envgen_jax.study.runner import _what_trains
+from envgen_jax.study.runner import what_trains
 from envgen_jax.study.settings import resolve
-screened = load_run_config(sys.argv[1])
-if _what_trains(screened) != _what_trains(resolve("configs/craftax_study.yaml", ["ppo"], 4).run_config("ppo")):
+screened, config, seeds = load_run_config(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+if what_trains(screened) != what_trains(resolve(config, ["ppo"], seeds).run_config("ppo")):
     sys.exit(f"error: configs/base/craftax.yaml's agent is not the screen's winner ({sys.argv[1]}): make it so, "
              "commit, then start the study")
 PY
@@ -53,7 +49,7 @@ for f in study.yaml; do [ -f "$OUT/$f" ] || [ ! -f "$KEEP/$f" ] || cp "$KEEP/$f"
 . "$MAIN/benchmarks/study_keep.sh"  # restore_finished, keep_finished
 restore_finished
 if [ ! -e "$OUT/ppo" ] && [ -f "$SCREENED/report.json" ]; then
-  cp -r "$SCREENED" "$OUT/ppo" && echo "ppo: the agent screen's winner ($WINNER), from $SCREENED"
+  cp -r "$SCREENED" "$OUT/ppo" && echo "ppo: the agent screen's winner, from $SCREENED"
 fi
 
 ( while sleep 120; do keep_finished study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png; done ) &
@@ -61,7 +57,7 @@ WATCH=$!
 trap 'kill $WATCH 2>/dev/null' EXIT
 cd "$TREE"
 JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE PYTHONPATH="$TREE" "$MAIN/.venv/bin/python" -m envgen_jax.cli study \
-  --config configs/craftax_study.yaml --methods "$METHODS" --seeds 4 --grouping sequential --out "$OUT"
+  --config "$CONFIG" --methods "$METHODS" --seeds "$SEEDS" --grouping sequential --out "$OUT"
 rc=$?
 keep_finished study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png
 exit $rc

@@ -22,9 +22,10 @@ runs/craftax_ppo_paper_shape) counts as the `paper` candidate when it was traine
 Runs live in `--work-dir/<candidate>` (default runs/craftax_agent_screen): a killed screen continues where it was
 when rerun (the main command's --resume). A finished run is kept, without its checkpoints and TensorBoard files, in
 benchmarks/results/craftax_agent_screen/<candidate>/ (the paper's in benchmarks/results/craftax_ppo_paper_shape/),
-and its row is read from there when the run directory is gone (a fresh checkout). Results: benchmarks/results/craftax_agent_screen_<platform>.{json,md},
-kept across invocations (one row per candidate), each row with the commit and machine it ran on; speeds are the
-CPU's, for ratios between rows only.
+and its row is read from there when the run directory is gone (a fresh checkout); the results name the winner's
+(`winner_files`, the Craftax-1M study's ppo run). Results: benchmarks/results/craftax_agent_screen_<platform>.
+{json,md}, kept across invocations (one row per candidate), each row with the commit and machine it ran on; speeds
+are the CPU's, for ratios between rows only.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import CPU_NOTE, environment, platform_tag  # noqa: E402
 
 CONFIG = ROOT / "configs" / "craftax_ppo.yaml"
-KEPT = {"paper": ROOT / "benchmarks" / "results" / "craftax_ppo_paper_shape"}  # the others: KEEP / <candidate>
 KEEP = ROOT / "benchmarks" / "results" / "craftax_agent_screen"
 RULE = ("highest mean return_pct_end over the candidate's seeds (the training episodes that ended in the last 12 "
         "updates, % of 226) at 1M env steps, plain PPO in the original game; the paper's agent stays the default "
@@ -75,6 +75,11 @@ def train(name: str, seeds: int, out: Path) -> int:
         cmd = ["train", "--config", str(CONFIG), "--out", str(out), "--set", *sets]
     print(f"screen: {name}: envgen-jax {' '.join(cmd)}", flush=True)
     return subprocess.call([sys.executable, "-m", "envgen_jax.cli", *cmd], cwd=ROOT)
+
+
+def kept_dir(name: str) -> Path:
+    """Where a candidate's finished run is kept in the repository (the paper's: item 1's files)."""
+    return ROOT / "benchmarks" / "results" / "craftax_ppo_paper_shape" if name == "paper" else KEEP / name
 
 
 def keep(run: Path, kept: Path) -> Path:
@@ -124,7 +129,8 @@ def write(rows: list[dict], path: Path) -> None:
     winner = None if missing else leader
     result = {"environment": environment(), "rule": RULE, "config": str(CONFIG.relative_to(ROOT)),
               "note": f"plain PPO in the original game; {CPU_NOTE}",
-              "rows": rows, "winner": winner, "leader": leader, "not_yet_run": missing}
+              "rows": rows, "winner": winner, "leader": leader, "not_yet_run": missing,
+              "winner_files": str(kept_dir(winner).relative_to(ROOT)) if winner else None}
     path.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     paper_sps = next((r["steps_per_second"] for r in rows if r["candidate"] == "paper"), None)
     lines = ["# Full Craftax: the agent screen at 1M env steps (plain PPO, original game)", "",
@@ -194,7 +200,7 @@ def main(argv=None) -> int:
     if not args.report:
         for name in names:
             status = train(name, args.seeds, runs[name]) or status
-    runs = {n: keep(run, KEPT.get(n, KEEP / n)) for n, run in runs.items()}
+    runs = {n: keep(run, kept_dir(n)) for n, run in runs.items()}
     rows = [r for n in CANDIDATES if (r := row(n, runs[n])) is not None and r["seeds"] == args.seeds]
     write(rows, ROOT / "benchmarks" / "results" / f"craftax_agent_screen_{platform_tag()}")
     paper = next((r for r in rows if r["candidate"] == "paper"), None)

@@ -495,11 +495,13 @@ def test_craftax_agent_screen_reads_finished_runs_and_applies_its_stated_rule(tm
     screen.write([paper, better], tmp_path / "screen")  # two candidates not run yet: a leader, no winner
     written = json.loads((tmp_path / "screen.json").read_text())
     assert written["winner"] is None and written["leader"] == "map" and written["rule"] == screen.RULE
-    assert written["not_yet_run"] == ["mlp_ln_vn", "lowsample"]
+    assert written["not_yet_run"] == ["mlp_ln_vn", "lowsample"] and written["winner_files"] is None
     assert "Not finished (mlp_ln_vn, lowsample still to run): leading by the rule so far, **map**" in \
         (tmp_path / "screen.md").read_text()
     screen.write([paper, close, better, {**close, "candidate": "lowsample"}], tmp_path / "screen")
-    assert json.loads((tmp_path / "screen.json").read_text())["winner"] == "map"
+    written = json.loads((tmp_path / "screen.json").read_text())
+    assert written["winner"] == "map" and written["winner_files"] == "benchmarks/results/craftax_agent_screen/map"
+    assert screen.kept_dir("paper") == screen.ROOT / "benchmarks" / "results" / "craftax_ppo_paper_shape"
     assert "Winner by the rule: **map**" in (tmp_path / "screen.md").read_text()
     # A finished run is kept without its checkpoints; once its directory is gone, the kept copy is read.
     (tmp_path / "map" / "checkpoints").mkdir()

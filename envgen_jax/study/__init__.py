@@ -6,7 +6,7 @@
 OUT holds one ordinary run directory per method (`OUT/<method>/`, as `envgen-jax train` writes it, the seeds vmapped
 inside the run); only `method` differs between their configurations. `OUT/study.yaml` keeps the study's resolved
 settings, so the same command continues a killed or interrupted study: finished runs (report.json) are reused
-(also one trained elsewhere whose other settings cannot change what it learnt: `runner._what_trains`), started ones
+(also one trained elsewhere whose other settings cannot change what it learnt: `runner.what_trains`), started ones
 resume from their newest checkpoint, the rest start. A method that fails is reported and the next one
 runs; the same command retries it.
 

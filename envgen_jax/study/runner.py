@@ -105,26 +105,26 @@ def log_traceback(out: Path, what: str, details: str | None = None) -> Path:
 
 def _check_or_reuse(settings: StudySettings, method: str, out: Path, log: Callable[[str], None]) -> bool:
     """Whether OUT/<method> still has to train (False: finished earlier). A run made with other settings is an
-    error, but for a finished one whose other settings cannot change what it learnt (`_what_trains`: e.g. plain
+    error, but for a finished one whose other settings cannot change what it learnt (`what_trains`: e.g. plain
     PPO trained outside the study, with its own output and LLM settings), which is reused and said so."""
     run_dir = out / method
     finished = (run_dir / "report.json").exists()
-    if (run_dir / "config.yaml").exists():
-        saved, wanted = load_run_config(run_dir / "config.yaml"), settings.run_config(method)
-        if saved != wanted and not (finished and _what_trains(saved) == _what_trains(wanted)):
+    saved = load_run_config(run_dir / "config.yaml") if (run_dir / "config.yaml").exists() else None
+    wanted = settings.run_config(method)
+    if saved is not None and saved != wanted:
+        if not (finished and what_trains(saved) == what_trains(wanted)):
             raise RunSettingsDiffer([f"{run_dir / 'config.yaml'}: differs from the study's settings in "
-                               f"{out / 'study.yaml'}"], what=f"{method} run")
-        if saved != wanted:
-            differ = sorted(k for k, v in saved.to_dict().items() if wanted.to_dict()[k] != v)
-            log(f"{method}: reusing a run made with other {', '.join(differ)} settings, none of which changes what "
-                f"it learns ({run_dir / 'config.yaml'})")
+                                     f"{out / 'study.yaml'}"], what=f"{method} run")
+        old, new = saved.to_dict(), wanted.to_dict()
+        log(f"{method}: reusing a run made with other {', '.join(sorted(k for k in old if old[k] != new[k]))} "
+            f"settings, none of which changes what it learns ({run_dir / 'config.yaml'})")
     if finished:
         log(f"{method}: finished earlier ({run_dir / 'report.md'})")
         return False
     return True
 
 
-def _what_trains(cfg: RunConfig) -> dict:
+def what_trains(cfg: RunConfig) -> dict:
     """The settings that can change what a run learns: all but its output settings, its LLM settings when its
     method asks no LLM, and the options of other methods."""
     d = cfg.to_dict()
