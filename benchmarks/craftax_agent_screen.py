@@ -1,9 +1,11 @@
 """Which agent for full Craftax at 1M env steps? A screen on plain PPO in the original game only (method `ppo`,
-`configs/craftax_ppo.yaml`), never on a method's result.
+`configs/craftax_ppo_paper.yaml`), never on a method's result.
 
-Each candidate is a set of `--set` overrides of configs/craftax_ppo.yaml (the paper's 1M PPO: 256 envs x 16 steps,
-lr 3e-4 annealed over the run, gamma .99, lambda .8, a 3 x 512 tanh MLP on the 8,268-number observation), trained by
-the main command for 1M env steps per seed with `--seeds` seeds vmapped in one run:
+Each candidate is a set of `--set` overrides of configs/craftax_ppo_paper.yaml (the paper's 1M PPO: 256 envs x 16
+steps, lr 3e-4 annealed over the run, gamma .99, lambda .8, a 3 x 512 tanh MLP on the 8,268-number observation; set in
+full there, whatever the game's default agent is; the screen's runs were made from configs/craftax_ppo.yaml while it
+had that agent, the same settings), trained by the main command for 1M env steps per seed with `--seeds` seeds
+vmapped in one run:
 
     python benchmarks/craftax_agent_screen.py --list
     python benchmarks/craftax_agent_screen.py --candidates mlp_ln_vn,map --seeds 4      # trains, resumes, tabulates
@@ -41,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from benchmarks.common import CPU_NOTE, environment, platform_tag  # noqa: E402
 
-CONFIG = ROOT / "configs" / "craftax_ppo.yaml"
+CONFIG = ROOT / "configs" / "craftax_ppo_paper.yaml"
 KEEP = ROOT / "benchmarks" / "results" / "craftax_agent_screen"
 RULE = ("highest mean return_pct_end over the candidate's seeds (the training episodes that ended in the last 12 "
         "updates, % of 226) at 1M env steps, plain PPO in the original game; the paper's agent stays the default "
@@ -49,7 +51,7 @@ RULE = ("highest mean return_pct_end over the candidate's seeds (the training ep
 _LOW_SAMPLE_NET = ["network.mlp.width=256", "network.mlp.depth=2", "network.mlp.activation=relu",
                    "network.mlp.layer_norm=true", "ppo.value_norm=true"]
 CANDIDATES = {
-    # Craftax's published 1M PPO (base/craftax.yaml as it is): the table's 2.2%.
+    # Craftax's published 1M PPO (configs/craftax_ppo_paper.yaml as it is): the table's 2.2%.
     "paper": [],
     # Craftax-Classic's screened network (docs/agent.md: 2 x 256 ReLU with LayerNorm, value normalisation) with the
     # paper's rollout and horizon: capacity and normalisation alone, at less than half the compute per sample.
@@ -188,7 +190,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.list:
         for name, sets in CANDIDATES.items():
-            print(f"{name}: {' '.join(sets) or '(configs/craftax_ppo.yaml as it is)'}")
+            print(f"{name}: {' '.join(sets) or '(configs/craftax_ppo_paper.yaml as it is)'}")
         print(f"rule: {RULE}")
         return 0
     names = [n.strip() for n in args.candidates.split(",") if n.strip()]

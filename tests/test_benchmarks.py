@@ -513,3 +513,22 @@ def test_craftax_agent_screen_reads_finished_runs_and_applies_its_stated_rule(tm
     assert shape["return_pct"]["per_seed"] == [2.0, 2.2] and shape["return_pct"]["mean"] == pytest.approx(2.1)
     assert shape["within_published_spread"] is True and shape["published_ppo"]["mean"] == 2.2
     assert screen.write_paper_shape(better, tmp_path / "paper.json")["within_published_spread"] is False
+
+
+def test_craftax_agents_in_configs_are_the_ones_the_screen_measured():
+    """configs/craftax_ppo_paper.yaml trains what item 1's run of the paper's agent trained, and the game's default
+    agent (configs/craftax_ppo.yaml, base/craftax.yaml's) is the one the screen's results name: its winner, or its
+    leader while candidates remain (the kept runs' config.yaml; all but the seeds, which the screen sets)."""
+    from benchmarks import craftax_agent_screen as screen
+    from envgen_jax.run_config import load_run_config
+    from envgen_jax.study.runner import what_trains
+
+    def trains(path: Path) -> dict:
+        return {k: v for k, v in what_trains(load_run_config(path)).items() if k != "seeds"}
+
+    assert screen.CONFIG == ROOT / "configs" / "craftax_ppo_paper.yaml"
+    assert trains(screen.CONFIG) == trains(screen.kept_dir("paper") / "config.yaml")
+    result = json.loads((ROOT / "benchmarks" / "results" / "craftax_agent_screen_cpu.json").read_text())
+    chosen = result["winner"] or result["leader"]
+    assert chosen in screen.CANDIDATES and result["winner_files"] in (None, str(screen.kept_dir(chosen).relative_to(ROOT)))
+    assert trains(ROOT / "configs" / "craftax_ppo.yaml") == trains(screen.kept_dir(chosen) / "config.yaml")
