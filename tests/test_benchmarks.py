@@ -517,8 +517,8 @@ def test_craftax_agent_screen_reads_finished_runs_and_applies_its_stated_rule(tm
 
 def test_craftax_agents_in_configs_are_the_ones_the_screen_measured():
     """configs/craftax_ppo_paper.yaml trains what item 1's run of the paper's agent trained, and the game's default
-    agent (configs/craftax_ppo.yaml, base/craftax.yaml's) is the one the screen's results name: its winner, or its
-    leader while candidates remain (the kept runs' config.yaml; all but the seeds, which the screen sets)."""
+    agent (configs/craftax_ppo.yaml, base/craftax.yaml's) is the screen's winner (the kept runs' config.yaml; all but
+    the seeds, which the screen sets)."""
     from benchmarks import craftax_agent_screen as screen
     from envgen_jax.run_config import load_run_config
     from envgen_jax.study.runner import what_trains
@@ -529,6 +529,6 @@ def test_craftax_agents_in_configs_are_the_ones_the_screen_measured():
     assert screen.CONFIG == ROOT / "configs" / "craftax_ppo_paper.yaml"
     assert trains(screen.CONFIG) == trains(screen.kept_dir("paper") / "config.yaml")
     result = json.loads((ROOT / "benchmarks" / "results" / "craftax_agent_screen_cpu.json").read_text())
-    chosen = result["winner"] or result["leader"]
-    assert chosen in screen.CANDIDATES and result["winner_files"] in (None, str(screen.kept_dir(chosen).relative_to(ROOT)))
-    assert trains(ROOT / "configs" / "craftax_ppo.yaml") == trains(screen.kept_dir(chosen) / "config.yaml")
+    winner = result["winner"]
+    assert winner in screen.CANDIDATES and result["winner_files"] == str(screen.kept_dir(winner).relative_to(ROOT))
+    assert trains(ROOT / "configs" / "craftax_ppo.yaml") == trains(screen.kept_dir(winner) / "config.yaml")
