@@ -169,9 +169,11 @@ Outputs, rewritten after every method from the run directories' files (report.js
   study.md, study.json       per method: the score and reward (mean +/- std over seeds, every seed's value, a 95%
                              percentile-bootstrap CI), the difference from ppo (and from envgen) with its bootstrap
                              CI and Welch's t-test p-value; every pair of methods with Holm-adjusted p and the
-                             probability that a seed of one beats a seed of the other; the long chain (success and
-                             first unlock of stone, stone pickaxe, furnace, iron, iron tools); how each design
-                             answered its feedback; per-achievement success; evaluations after each cycle; success
+                             probability that a seed of one beats a seed of the other; the game's chain of skills
+                             (success and first unlock; Crafter: stone, stone pickaxe, furnace, iron, iron tools;
+                             Craftax: a floor entered, iron tools, diamonds, each floor's first mob defeated); on
+                             Craftax the mean return as % of 226 three ways, the published Craftax-1M table beside
+                             it; how each design answered its feedback; per-achievement success; evaluations after each cycle; success
                              inside each LLM environment; LLM calls, seconds and tokens, training seconds, steps/s;
                              the share of stale restarts; the device, jax version and git commit
   study_scores.png           final score and reward per method: mean, 95% CI, each seed
