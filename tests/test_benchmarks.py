@@ -532,3 +532,31 @@ def test_craftax_agents_in_configs_are_the_ones_the_screen_measured():
     winner = result["winner"]
     assert winner in screen.CANDIDATES and result["winner_files"] == str(screen.kept_dir(winner).relative_to(ROOT))
     assert trains(ROOT / "configs" / "craftax_ppo.yaml") == trains(screen.kept_dir(winner) / "config.yaml")
+
+
+def test_craftax_1m_study_is_its_runs():
+    """The committed Craftax-1M study (issue 73) is what its kept runs measured: each finished method's return %
+    (the three measures) per seed is its report.json's, every run trained the same agent, seeds and 1M steps as
+    ppo (only the method, and an LLM method's LLM, differ), and every session of it ran the pinned commit, clean."""
+    from envgen_jax.run_config import load_run_config
+    from envgen_jax.study.runner import what_trains
+
+    kept = ROOT / "benchmarks" / "results" / "craftax_1m"
+    study = json.loads((kept / "study.json").read_text())
+    commit = (kept / "commit").read_text().strip()
+    finished = {m: r for m, r in study["methods"].items() if r["status"] == "finished"}
+    assert {"ppo", "envgen"} <= set(finished)
+    reference = what_trains(load_run_config(kept / "ppo" / "config.yaml"))
+    assert reference["seeds"] >= 4 and reference["env"] == "craftax"
+    for method, row in finished.items():
+        report = json.loads((kept / method / "report.json").read_text())
+        assert report["method"] == method and report["env_steps"] == 999_424
+        for measure in ("return_pct", "return_pct_end", "eval_return_pct"):
+            assert row[measure]["per_seed"] == report[f"{measure}_per_seed"], (method, measure)
+            assert len(row[measure]["per_seed"]) == reference["seeds"]
+        trains = what_trains(load_run_config(kept / method / "config.yaml"))
+        differ = {k for k in {*trains, *reference} if trains.get(k) != reference.get(k)}
+        assert differ <= {"method", "llm"}, (method, differ)  # the LLM's settings: only for methods that ask one
+        sessions = [json.loads(line) for line in (kept / method / "sessions.jsonl").read_text().splitlines()] \
+            if method != "ppo" else []  # ppo is the agent screen's winning run, trained before the pin (reused)
+        assert all(s["commit"] == commit and not s["dirty"] for s in sessions), method
