@@ -536,27 +536,28 @@ def test_craftax_agents_in_configs_are_the_ones_the_screen_measured():
 
 def test_craftax_1m_study_is_its_runs():
     """The committed Craftax-1M study (issue 73) is what its kept runs measured: each finished method's return %
-    (the three measures) per seed is its report.json's, every run trained the same agent, seeds and 1M steps as
-    ppo (only the method, and an LLM method's LLM, differ), and every session of it ran the pinned commit, clean."""
+    (the three measures) per seed is its report.json's, every run trained what the kept study.yaml says for its
+    method (the rule by which the study reuses a run: `what_trains`), 4+ seeds x 1M steps, and every session of it
+    ran the pinned commit, clean."""
     from envgen_jax.run_config import load_run_config
+    from envgen_jax.study.compare import read_lines
     from envgen_jax.study.runner import what_trains
+    from envgen_jax.study.settings import load_settings
 
     kept = ROOT / "benchmarks" / "results" / "craftax_1m"
     study = json.loads((kept / "study.json").read_text())
+    settings = load_settings(kept / "study.yaml")
     commit = (kept / "commit").read_text().strip()
     finished = {m: r for m, r in study["methods"].items() if r["status"] == "finished"}
     assert {"ppo", "envgen"} <= set(finished)
-    reference = what_trains(load_run_config(kept / "ppo" / "config.yaml"))
-    assert reference["seeds"] >= 4 and reference["env"] == "craftax"
+    assert settings.run["seeds"] >= 4 and settings.run["env"] == "craftax"
     for method, row in finished.items():
         report = json.loads((kept / method / "report.json").read_text())
         assert report["method"] == method and report["env_steps"] == 999_424
         for measure in ("return_pct", "return_pct_end", "eval_return_pct"):
             assert row[measure]["per_seed"] == report[f"{measure}_per_seed"], (method, measure)
-            assert len(row[measure]["per_seed"]) == reference["seeds"]
-        trains = what_trains(load_run_config(kept / method / "config.yaml"))
-        differ = {k for k in {*trains, *reference} if trains.get(k) != reference.get(k)}
-        assert differ <= {"method", "llm"}, (method, differ)  # the LLM's settings: only for methods that ask one
-        sessions = [json.loads(line) for line in (kept / method / "sessions.jsonl").read_text().splitlines()] \
-            if method != "ppo" else []  # ppo is the agent screen's winning run, trained before the pin (reused)
+            assert len(row[measure]["per_seed"]) == settings.run["seeds"]
+        assert what_trains(load_run_config(kept / method / "config.yaml")) == what_trains(settings.run_config(method))
+        sessions = read_lines(kept / method / "sessions.jsonl")
+        assert sessions or method == "ppo", method  # ppo: the agent screen's winning run, trained before the pin
         assert all(s["commit"] == commit and not s["dirty"] for s in sessions), method

@@ -173,9 +173,9 @@ Outputs, rewritten after every method from the run directories' files (report.js
                              (success and first unlock; Crafter: stone, stone pickaxe, furnace, iron, iron tools;
                              Craftax: a floor entered, iron tools, diamonds, each floor's first mob defeated); on
                              Craftax the mean return as % of 226 three ways, the published Craftax-1M table beside
-                             it; how each design answered its feedback; per-achievement success; evaluations after each cycle; success
-                             inside each LLM environment; LLM calls, seconds and tokens, training seconds, steps/s;
-                             the share of stale restarts; the device, jax version and git commit
+                             it; how each design answered its feedback; per-achievement success; evaluations after
+                             each cycle; success inside each LLM environment; LLM calls, seconds and tokens, training
+                             seconds, steps/s; the share of stale restarts; the device, jax version and git commit
   study_scores.png           final score and reward per method: mean, 95% CI, each seed
   study_curves.png           training return and evaluation score vs env steps, a band of +/- std over seeds
   study_success_by_cycle.png per achievement, success in the original game after each cycle, per method
