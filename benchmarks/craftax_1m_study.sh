@@ -52,12 +52,14 @@ if [ ! -e "$OUT/ppo" ] && [ -f "$SCREENED/report.json" ]; then
   cp -r "$SCREENED" "$OUT/ppo" && echo "ppo: the agent screen's winner, from $SCREENED"
 fi
 
-( while sleep 120; do keep_finished study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png; done ) &
+# The study's own files, kept beside its finished methods.
+STUDY_FILES="study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png"
+( while sleep 120; do keep_finished $STUDY_FILES; done ) &
 WATCH=$!
 trap 'kill $WATCH 2>/dev/null' EXIT
 cd "$TREE"
 JAX_PLATFORMS=cpu OMP_WAIT_POLICY=PASSIVE PYTHONPATH="$TREE" "$MAIN/.venv/bin/python" -m envgen_jax.cli study \
   --config "$CONFIG" --methods "$METHODS" --seeds "$SEEDS" --grouping sequential --out "$OUT"
 rc=$?
-keep_finished study.yaml study.md study.json study_scores.png study_curves.png study_success_by_cycle.png
+keep_finished $STUDY_FILES
 exit $rc
