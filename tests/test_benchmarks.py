@@ -561,3 +561,19 @@ def test_craftax_1m_study_is_its_runs():
         sessions = read_lines(kept / method / "sessions.jsonl")
         assert sessions or method == "ppo", method  # ppo: the agent screen's winning run, trained before the pin
         assert all(s["commit"] == commit and not s["dirty"] for s in sessions), method
+
+
+def test_the_readme_craftax_1m_table_is_the_committed_study():
+    """README's Craftax-1M table is what benchmarks/craftax_1m_table.py reads from the committed study.json, so no
+    number in it was copied by hand or left behind when a method finished; a method still training is a row saying
+    so, not a blank."""
+    from benchmarks import craftax_1m_table as t
+
+    study = json.loads(t.STUDY.read_text())
+    assert t.readme_block((ROOT / "README.md").read_text()) == t.table(study), \
+        "README.md's Craftax-1M table is stale: python benchmarks/craftax_1m_table.py --write"
+    rows = t.table(study).splitlines()[2:]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == list(study["methods"])
+    for row, (method, entry) in zip(rows, study["methods"].items()):
+        assert (f"{entry['return_pct']['mean']:.2f} +/- " in row) if entry["status"] == "finished" \
+            else ("not yet measured" in row), method

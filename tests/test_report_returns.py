@@ -70,7 +70,16 @@ def test_study_md_shows_the_returns_beside_the_published_table_and_the_deep_skil
     study = {"reference": "ppo", "pairwise": {}}
     md = "\n".join(_returns(study, done, craftax))
     assert "## Mean episode return, % of 226" in md
-    assert "| envgen | 4.0 +/- 0.7 | 3.0, 4.0, 5.0, 4.0 |" in md and "+2.0" in md
+    assert "| envgen | 4.00 +/- 0.71 | 3.00, 4.00, 5.00, 4.00 |" in md and "+2.00" in md  # two decimals: near 2%
+    assert "Every pair" not in md  # no pairs in study.json: no table of them
+    # With pairs: each return table adds the Holm-adjusted p against ppo, and every pair is tabled per measure with
+    # one orientation (A - B), whichever way study.json holds the pair.
+    flipped = {**difference(ppo, envgen), "a": "ppo", "b": "envgen", "p_holm": 0.04}
+    study["pairwise"] = {"return_pct": [{**difference(envgen, ppo), "a": "envgen", "b": "ppo", "p_holm": 0.03}],
+                         "return_pct_end": [flipped]}
+    md = "\n".join(_returns(study, done, craftax))
+    assert "| envgen | 4.00 +/- 0.71 | 3.00, 4.00, 5.00, 4.00 | [" in md and "| 0.030 |" in md
+    assert "| envgen | ppo | +2.00 | 0.030 | +2.00 | 0.040 |" in md and "over the 1 pairs" in md
     assert "end of training (the table's measure)" in md and "held-out worlds |" not in md  # no such values
     assert "PPO 2.2" in md and "Simulus 6.6" in md
     chain = "\n".join(_long_chain(done, craftax))

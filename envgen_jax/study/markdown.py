@@ -13,12 +13,12 @@ def _num(x, digits: int = 1, sign: bool = False) -> str:
     return "n/a" if x is None else f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
-def _interval(ci) -> str:
-    return "n/a" if ci is None else f"[{ci[0]:.1f}, {ci[1]:.1f}]"
+def _interval(ci, digits: int = 1) -> str:
+    return "n/a" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
-def _seeds(values) -> str:
-    return ", ".join(_num(v) for v in values)
+def _seeds(values, digits: int = 1) -> str:
+    return ", ".join(_num(v, digits) for v in values)
 
 
 def _p(p) -> str:
@@ -129,17 +129,20 @@ def _scores(study: dict, done: dict, score_name: str) -> list[str]:
     return lines
 
 
-def _score_cells(method: str, key: str, stat: dict, diff: dict | None, ref: str, notes: list[str]) -> list[str]:
+def _score_cells(method: str, key: str, stat: dict, diff: dict | None, ref: str, notes: list[str],
+                 digits: int = 1) -> list[str]:
     """One statistic's five cells of the scores table (mean +/- std, per seed, CI, difference, p); the reasons for
     missing statistics go to `notes`."""
-    cells = [f"{_num(stat['mean'])} +/- {_num(stat['std'])}", _seeds(stat["per_seed"]), _interval(stat["ci95"])]
+    cells = [f"{_num(stat['mean'], digits)} +/- {_num(stat['std'], digits)}", _seeds(stat["per_seed"], digits),
+             _interval(stat["ci95"], digits)]
     if stat["ci_note"]:
         notes.append(f"{method}, {key} interval: {stat['ci_note']}")
     if diff is None:
         return cells + ["-", "-"]
     if diff["note"]:
         notes.append(f"{method} vs {ref}, {key}: {diff['note']}")
-    return cells + [f"{_num(diff['difference'], sign=True)} {_interval(diff['ci95'])}", _p(diff["p_value"])]
+    return cells + [f"{_num(diff['difference'], digits, sign=True)} {_interval(diff['ci95'], digits)}",
+                    _p(diff["p_value"])]
 
 
 def _versus_second(done: dict, score_name: str) -> list[str]:
@@ -190,35 +193,61 @@ def _long_chain(done: dict, game) -> list[str]:
 def _returns(study: dict, done: dict, game) -> list[str]:
     """A game with a most-an-episode-can-earn (Craftax: 226): the mean episode return as % of it per method, three
     ways (the scored phase's episodes, those near the end of training as Craftax's table, held-out worlds), against
-    the reference and every pair (Holm), and the published numbers beside them."""
+    the reference and every pair (Holm), and the published numbers beside them. Two decimals: the returns are near
+    2%, where one decimal hides the differences the tests find."""
     if not game.max_return or not any(r.get("return_pct") for r in done.values()):
         return []
     ref, notes = study["reference"], []
     titles = {"return_pct": "scored phase", "return_pct_end": "end of training (the table's measure)",
               "eval_return_pct": "held-out worlds"}
+    pairwise = {key: {frozenset((r["a"], r["b"])): r for r in study.get("pairwise", {}).get(key, [])}
+                for key in titles}
     lines = [f"## Mean episode return, % of {game.max_return:g}", "",
              "Scored phase: every episode that ended in the scored phase (the protocol's headline). End of training: "
              "the episodes that ended in the last 12 updates (how Craftax's table scores a run). Held-out worlds: "
              "the final evaluation in new worlds of the original game. Mean +/- std over seeds, the 95% CI, and the "
-             f"difference from {ref} with Welch's p.", ""]
+             f"difference from {ref} with Welch's p, and that p adjusted by Holm over every pair of methods "
+             "(the table below).", ""]
     for key, title in titles.items():
         rows = {m: r for m, r in done.items() if r.get(key)}
         if not rows:
             continue
-        lines += [f"| method | {title} | per seed | 95% CI | vs {ref} [95% CI] | p |", "|---" * 6 + "|"]
-        lines += [f"| {m} | " + " | ".join(_score_cells(m, key, r[key], (r[f"vs_{ref}"] or {}).get(key), ref, notes))
-                  + " |" for m, r in rows.items()]
+        lines += [f"| method | {title} | per seed | 95% CI | vs {ref} [95% CI] | p | p (Holm) |", "|---" * 7 + "|"]
+        for m, r in rows.items():
+            cells = _score_cells(m, key, r[key], (r[f"vs_{ref}"] or {}).get(key), ref, notes, digits=2)
+            pair = pairwise[key].get(frozenset((m, ref)))
+            cells.append("-" if pair is None else _p(pair["p_holm"]))
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
         lines.append("")
-    pairs = [r for r in study.get("pairwise", {}).get("return_pct", []) if r["p_holm"] is not None]
-    if pairs:
-        best = min(pairs, key=lambda r: r["p_holm"])
-        lines.append(f"Every pair (scored phase; Welch's p, Holm over {len(pairs)} pairs): the smallest adjusted p is "
-                     f"{best['a']} vs {best['b']}, {_num(best['difference'], 2, sign=True)}, p (Holm) "
-                     f"{_p(best['p_holm'])}.")
-    lines += [f"- {n}" for n in notes]
+    lines += [f"- {n}" for n in notes] + ([""] if notes else []) + _return_pairs(pairwise, titles)
     if game.published_return_pct:
-        lines += ["", f"Published (% of {game.max_return:g}, Craftax-1M, symbolic; their agents and measures, not "
-                  "ours): " + "; ".join(f"{m} {v}" for m, v in game.published_return_pct) + "."]
+        lines += [f"Published (% of {game.max_return:g}, Craftax-1M, symbolic; their agents and measures, not "
+                  "ours): " + "; ".join(f"{m} {v}" for m, v in game.published_return_pct) + ".", ""]
+    return lines
+
+
+def _return_pairs(pairwise: dict[str, dict], titles: dict[str, str]) -> list[str]:
+    """Every pair of methods on each return measure: A - B and Welch's p adjusted by Holm over all pairs (the
+    family is the pairs of one measure)."""
+    pairs = [r for r in pairwise["return_pct"].values() if r["difference"] is not None]
+    if not pairs:
+        return []
+    keys = [k for k in titles if pairwise[k]]
+    short = {"return_pct": "scored phase", "return_pct_end": "end of training", "eval_return_pct": "held-out"}
+    lines = ["Every pair of methods (A - B in points of the % of the maximum return; p: Welch's, adjusted by Holm "
+             f"over the {len(pairs)} pairs of each measure):", "",
+             "| A | B | " + " | ".join(f"{short[k]}: A - B | p (Holm)" for k in keys) + " |",
+             "|---" * (2 + 2 * len(keys)) + "|"]
+    for r in pairs:
+        cells = []
+        for k in keys:
+            other = pairwise[k].get(frozenset((r["a"], r["b"])))
+            if other is None or other["difference"] is None:
+                cells += ["n/a", "n/a"]
+                continue
+            sign = 1 if other["a"] == r["a"] else -1  # the same A - B in every column
+            cells += [_num(sign * other["difference"], 2, sign=True), _p(other["p_holm"])]
+        lines.append(f"| {r['a']} | {r['b']} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
