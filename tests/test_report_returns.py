@@ -11,7 +11,7 @@ from envgen_jax import games
 from envgen_jax.report import END_UPDATES, end_of_training_returns, table_measures
 from envgen_jax.run.loop_state import Evaluation
 from envgen_jax.study.compare import measures_of
-from envgen_jax.study.markdown import _long_chain, _returns
+from envgen_jax.study.markdown import _long_chain, _return_parts, _returns
 from envgen_jax.study.stats import difference, mean_ci
 
 
@@ -87,3 +87,23 @@ def test_study_md_shows_the_returns_beside_the_published_table_and_the_deep_skil
     assert len([line for line in chain.splitlines() if line.startswith("| ")]) == 1 + len(craftax.chain)
     assert _returns(study, done, games.get("crafter")) == []  # a game without a maximum return
     assert np.isclose(mean_ci(envgen)["mean"], 4.0)
+
+
+def test_study_md_splits_a_return_difference_by_achievement():
+    """A Craftax return is its achievements' rewards plus a health term, so study.md splits a method's difference
+    in mean return from ppo into (success - ppo's) x reward per achievement and the health term's difference."""
+    craftax = games.get("craftax")
+    rewards = craftax.achievement_rewards()
+    assert len(rewards) == 67 and sum(rewards.values()) == craftax.max_return == 226
+    assert rewards["wake_up"] == 1 and set(rewards.values()) == {1, 3, 5, 8}
+    base = dict.fromkeys(rewards, 0.0) | {"wake_up": 90.0, "make_wood_sword": 30.0}
+    # plr: wake_up 90 -> 10 (-0.8), a sword 30 -> 20 (-0.1), an iron pickaxe (reward 1) and the fire realm
+    # (reward 8) once in 100 episodes each (+0.01, +0.08); its mean return 1 lower: the health term -0.19
+    plr = base | {"wake_up": 10.0, "make_wood_sword": 20.0, "make_iron_pickaxe": 1.0, "enter_fire_realm": 1.0}
+    done = {"ppo": {"achievements": base, "reward": {"mean": 5.0}},
+            "plr": {"achievements": plr, "reward": {"mean": 4.0}}}
+    md = "\n".join(_return_parts({"reference": "ppo"}, done, craftax))
+    assert "| plr | -1.00 | -0.81 | wake_up (10.0, 90.0; 1) -0.80; make_wood_sword (20.0, 30.0; 1) -0.10; " \
+           "enter_fire_realm (1.0, 0.0; 8) +0.08; make_iron_pickaxe (1.0, 0.0; 1) +0.01 | -0.19 |" in md
+    assert _return_parts({"reference": "ppo"}, {"ppo": done["ppo"]}, craftax) == []  # nothing to compare
+    assert _return_parts({"reference": "ppo"}, done, games.get("crafter")) == []  # its return is not split so

@@ -70,6 +70,11 @@ class Game:
         """Success rates [S, A] -> the game's score [S]."""
         raise NotImplementedError
 
+    def achievement_rewards(self) -> dict[str, float] | None:
+        """What unlocking each achievement adds to an episode's return, when the return is their sum plus a health
+        term (Craftax); None when it is not. study.md splits differences in mean return by it."""
+        return None
+
     @property
     def score_key(self) -> str:
         """The name of its score in evaluation records (`crafter_score_mean`, ...): the paper's for Crafter."""

@@ -44,7 +44,7 @@ def markdown(study: dict, plots: list[str]) -> str:
     score_name = games.get(study["study"]["env"]).score_name
     lines = _setup(study) + _scores(study, done, score_name) + _versus_second(done, score_name)
     game = games.get(study["study"]["env"])
-    lines += _returns(study, done, game) + _pairs(study, score_name) + _long_chain(done, game) + _cost(done)
+    lines += _returns(study, done, game) + _return_parts(study, done, game) + _pairs(study, score_name) + _long_chain(done, game) + _cost(done)
     if done:
         names = sorted(next(iter(done.values()))["achievements"])
         lines += _achievements(done, names) + _evaluations(study, done, score_name) + _adaptation(done)
@@ -248,6 +248,35 @@ def _return_pairs(pairwise: dict[str, dict], titles: dict[str, str]) -> list[str
             sign = 1 if other["a"] == r["a"] else -1  # the same A - B in every column
             cells += [_num(sign * other["difference"], 2, sign=True), _p(other["p_holm"])]
         lines.append(f"| {r['a']} | {r['b']} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _return_parts(study: dict, done: dict, game) -> list[str]:
+    """Where each method's mean return (scored phase) differs from the reference's, achievement by achievement. A
+    Craftax return is the rewards of the achievements unlocked plus a health term, so per seed the mean return is
+    sum_a reward_a x success_a + the mean health term, and (success_a - the reference's) x reward_a splits the
+    difference exactly; what is left is the health term's difference."""
+    rewards, ref = game.achievement_rewards(), study["reference"]
+    if not rewards or ref not in done or len(done) < 2:
+        return []
+    base = done[ref]["achievements"]
+    lines = [f"## Where the mean return differs from {ref}'s, per achievement", "",
+             f"Mean episode return in the scored phase (mean over seeds) minus {ref}'s, split by achievement: "
+             f"(success % - {ref}'s) / 100 x the achievement's reward; the four largest parts, then the health "
+             "term's difference (the return less its achievements).", "",
+             f"| method | return - {ref}'s | from achievements | the largest parts: achievement (success %, "
+             f"{ref}'s; reward) points | health term |", "|---" * 5 + "|"]
+    for m, r in done.items():
+        if m == ref:
+            continue
+        mine = r["achievements"]
+        parts = {a: ((mine.get(a) or 0.0) - (base.get(a) or 0.0)) / 100 * w for a, w in rewards.items()}
+        total = r["reward"]["mean"] - done[ref]["reward"]["mean"]
+        top = sorted(parts, key=lambda a: -abs(parts[a]))[:4]
+        cells = "; ".join(f"{a} ({_num(mine.get(a))}, {_num(base.get(a))}; {rewards[a]:g}) "
+                          f"{_num(parts[a], 2, sign=True)}" for a in top)
+        lines.append(f"| {m} | {_num(total, 2, sign=True)} | {_num(sum(parts.values()), 2, sign=True)} | {cells} | "
+                     f"{_num(total - sum(parts.values()), 2, sign=True)} |")
     return lines + [""]
 
 

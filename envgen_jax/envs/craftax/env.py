@@ -36,6 +36,8 @@ from envgen_jax.envs.craftax.worldgen import generate_world
 ACHIEVEMENTS = tuple(a.name.lower() for a in sorted(Achievement, key=lambda a: a.value))  # craftax's index order
 NUM_ACTIONS = len(Action)
 MAX_RETURN = int(ACHIEVEMENT_REWARD_MAP.sum())  # 226: every achievement once (the health reward nets out)
+# The reward of each achievement's first unlock in an episode (1, 3, 5 or 8 by its tier), by name.
+ACHIEVEMENT_REWARDS = dict(zip(ACHIEVEMENTS, (float(r) for r in ACHIEVEMENT_REWARD_MAP.tolist())))
 MAP_CHANNELS = len(BlockType) + len(ItemType) + 5 * 8 + 1  # blocks, items, 5 mob classes x 8 types, light
 
 

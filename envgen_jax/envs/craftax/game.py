@@ -54,6 +54,10 @@ class Craftax(Game):
     def score(self, rates):
         return subtask_score(rates)  # an achievement a world gave at the start is not rated there (NaN, left out)
 
+    def achievement_rewards(self):
+        from envgen_jax.envs.craftax.env import ACHIEVEMENT_REWARDS  # imports craftax: only when asked
+        return dict(ACHIEVEMENT_REWARDS)
+
     def render(self, configs, path, seed=0, options=None):
         from envgen_jax.envs.craftax.render import save_start_floors
         return save_start_floors(configs, Path(path), seed=seed)
