@@ -207,6 +207,60 @@ def test_bad_input_and_changed_settings_are_clear_errors(study, tmp_path, capsys
     assert reconcile(settings, out).methods == ("ppo", "random", "fixed")
 
 
+def test_compare_only_rewrites_the_comparison_from_the_runs_and_trains_nothing(study, tmp_path, capsys):
+    """--compare-only rebuilds study.json/md from the run directories with the study's saved settings: a finished
+    method as the study compared it, one not finished as not started (not trained); flags that would set anything
+    else are errors, not ignored."""
+    out, data = study
+    again = tmp_path / "s"
+    shutil.copytree(out, again)
+    for name in ("study.json", "study.md"):
+        (again / name).unlink()
+    shutil.rmtree(again / "random")
+    assert main(["study", "--compare-only", "--out", str(again)]) == 0
+    assert "compared the 1 finished of 2 methods (ppo); nothing trained" in capsys.readouterr().out
+    rebuilt = json.loads((again / "study.json").read_text())
+    assert _comparable(rebuilt)["methods"]["ppo"] == _comparable(data)["methods"]["ppo"]
+    assert rebuilt["methods"]["random"]["status"] == "not started" and not (again / "random").exists()
+    assert "## Cost, and checks on the training" in (again / "study.md").read_text()
+    assert main(["study", "--compare-only", "--out", str(again), "--seeds", "3", "--methods", "ppo"]) == 1
+    err = capsys.readouterr().err
+    assert "--seeds: not with --compare-only" in err and "--methods: not with --compare-only" in err
+    assert main(["study", "--compare-only", "--out", str(tmp_path / "none")]) == 1
+    assert "no study.yaml there" in capsys.readouterr().err
+    assert main(["study", "--compare-only"]) == 1
+    assert "--out DIR: required with --compare-only" in capsys.readouterr().err
+    assert main(["study", "--methods", "ppo"]) == 1
+    assert "--config FILE.yaml: required" in capsys.readouterr().err
+
+
+def test_the_keeper_copies_finished_runs_and_rewrites_the_comparison_once(study, tmp_path):
+    """benchmarks/study_keep.sh, which the resumable studies source: keep_finished copies each finished run without
+    its checkpoints into KEEP, with the study's files rewritten by main's code (once per new study.json, after it
+    is a minute old)."""
+    import os
+    import subprocess
+    import time
+
+    out, _ = study
+    run, keep = tmp_path / "run", tmp_path / "keep"
+    shutil.copytree(out, run)
+    keep.mkdir()
+    (run / "study.md").write_text("written by a pinned older commit\n")
+    old = time.time() - 300
+    os.utime(run / "study.json", (old, old))
+    env = {**os.environ, "MAIN": str(ROOT), "OUT": str(run), "KEEP": str(keep)}
+    keeper = f". {ROOT / 'benchmarks' / 'study_keep.sh'}; keep_finished study.md study.json"
+    subprocess.run(["bash", "-c", keeper], env=env, check=True, cwd=tmp_path)
+    assert "written by a pinned older commit" not in (keep / "study.md").read_text()
+    assert "## Cost, and checks on the training" in (keep / "study.md").read_text()
+    assert (keep / "ppo" / "report.json").is_file() and not (keep / "ppo" / "checkpoints").exists()
+    assert (run / "ppo" / "checkpoints").is_dir()
+    compared = (run / "study.json").stat().st_mtime
+    subprocess.run(["bash", "-c", keeper], env=env, check=True, cwd=tmp_path)
+    assert (run / "study.json").stat().st_mtime == compared  # nothing new to compare: not rewritten again
+
+
 def test_a_finished_run_made_with_other_output_or_llm_settings_is_reused(study, tmp_path, capsys):
     """Plain PPO trained outside the study (its own output and LLM settings) counts as the study's ppo run; a
     setting that changes what it learns is still an error."""
@@ -278,6 +332,24 @@ def test_the_second_studys_comparison_rebuilds_to_its_committed_study_md():
         return [line for line in text.splitlines() if not line.startswith("Comparison built ")]
 
     assert without_build_line(rebuilt) == without_build_line((study_dir / "study.md").read_text())
+
+
+def test_the_craftax_1m_comparison_rebuilds_to_its_committed_study_md():
+    """The same for the Craftax-1M study (issue 73), which trains from a commit pinned before today's study code:
+    after each method it finishes, its comparison is rewritten with today's code, so the committed study.md is
+    today's rendering of its committed runs."""
+    from envgen_jax.study import build_comparison, load_settings, markdown
+
+    study_dir = ROOT / "benchmarks" / "results" / "craftax_1m"
+    study = build_comparison(study_dir, load_settings(study_dir / "study.yaml"))
+    rebuilt = markdown(study, ["study_scores.png", "study_curves.png", "study_success_by_cycle.png"])
+
+    def without_build_line(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("Comparison built ")]
+
+    assert without_build_line(rebuilt) == without_build_line((study_dir / "study.md").read_text()), \
+        "rewrite it: envgen-jax study --compare-only --out runs/craftax_1m (the study's run directory; its keeper " \
+        "copies it), or --out benchmarks/results/craftax_1m in a checkout without the runs"
 
 
 def test_the_study_package_keeps_each_concern_short():

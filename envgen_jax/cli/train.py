@@ -156,6 +156,12 @@ paper's loop (envgen, ppo, fixed, easy_to_hard, adversarial, random, scripted) t
 one agent axis in one compiled program, each still writing exactly its own run directory; plr, sfl and envgen_sfl
 each need a program of their own and run alone. --dry-run prints the groups, agents, env slots and memory.
 
+  envgen-jax study --compare-only --out runs/study_cpu_v2    # rewrite the comparison; nothing trains
+
+--compare-only rewrites the outputs below from the runs already in OUT with this version's code and its settings
+(OUT/study.yaml), training nothing: a study partway (another process may be training it, even from a pinned older
+commit), or one compared by an older version.
+
 Resuming: run the same command again, after a kill or in a later session. Finished runs are reused, started runs
 resume from their newest checkpoint, the rest start. A rerun must use the same settings (exit 1 naming each
 difference), but it may add methods. A finished run put in OUT/<method>/ by hand (plain PPO trained with
@@ -172,10 +178,12 @@ Outputs, rewritten after every method from the run directories' files (report.js
                              probability that a seed of one beats a seed of the other; the game's chain of skills
                              (success and first unlock; Crafter: stone, stone pickaxe, furnace, iron, iron tools;
                              Craftax: a floor entered, iron tools, diamonds, each floor's first mob defeated); on
-                             Craftax the mean return as % of 226 three ways, the published Craftax-1M table beside
-                             it; how each design answered its feedback; per-achievement success; evaluations after
-                             each cycle; success inside each LLM environment; LLM calls, seconds and tokens, training
-                             seconds, steps/s; the share of stale restarts; the device, jax version and git commit
+                             Craftax the mean return as % of 226 three ways (every pair, Holm), the published
+                             Craftax-1M table beside it, and each method's difference in return from ppo split by
+                             achievement; how each design answered its feedback; per-achievement success;
+                             evaluations after each cycle; success inside each LLM environment; LLM calls, seconds
+                             and tokens, training seconds, steps/s; the share of stale restarts; the device, jax
+                             version and git commit
   study_scores.png           final score and reward per method: mean, 95% CI, each seed
   study_curves.png           training return and evaluation score vs env steps, a band of +/- std over seeds
   study_success_by_cycle.png per achievement, success in the original game after each cycle, per method
@@ -187,9 +195,10 @@ Exit status: 0 all methods finished, 1 bad input or settings, 2 some method fail
 def add_study_command(commands) -> None:
     p = commands.add_parser("study", help="train several methods alike and compare them (resumable)",
                             description=STUDY_HELP)
-    p.add_argument("--config", metavar="FILE.yaml", required=True,
-                   help="run configuration every method shares (its `method` is replaced), e.g. configs/study_cpu.yaml")
-    p.add_argument("--methods", default=",".join(["ppo", *(m for m in METHODS if m != "ppo")]), metavar="M1,M2,...",
+    p.add_argument("--config", metavar="FILE.yaml",
+                   help="run configuration every method shares (its `method` is replaced), e.g. configs/study_cpu.yaml "
+                        "(required, but with --compare-only)")
+    p.add_argument("--methods", metavar="M1,M2,...",
                    help=f"comma-separated, from {', '.join(METHODS)} (default: all of them); ppo is the reference "
                         "the others are compared with; the paper's comparison is ppo,envgen,fixed,random,"
                         "easy_to_hard,adversarial; plr, sfl and envgen_sfl go beyond it; scripted is a no-LLM "
@@ -212,6 +221,9 @@ def add_study_command(commands) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the groups, the agents of each program, the env slots, the bank and the estimated "
                         "memory, then stop: nothing trains, nothing is written")
+    p.add_argument("--compare-only", action="store_true",
+                   help="rewrite study.json, study.md and the plots of the study in --out from its runs, with its own "
+                        "settings (OUT/study.yaml) and this version's code; nothing trains")
     add_process_flags(p)
     p.set_defaults(handler=cmd_study)
 
@@ -222,7 +234,13 @@ def cmd_study(args) -> int:
     from envgen_jax.run.distributed import joined, set_resume_note
     from envgen_jax.study import resolve, run_study
 
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if args.compare_only:
+        return compare_only(args)
+    if not args.config:
+        raise ConfigError(["--config FILE.yaml: required (the run configuration every method shares), unless "
+                           "--compare-only rewrites an existing study's comparison"], what="study")
+    methods = [m.strip() for m in (args.methods or ",".join(["ppo", *(m for m in METHODS if m != "ppo")])).split(",")
+               if m.strip()]
     settings = resolve(args.config, methods, args.seeds, args.overrides)
     settings = dataclasses.replace(settings, replay=replay_settings(args.replay, settings.methods))
     out = Path(args.out or Path("runs") / Path(args.config).stem)
@@ -240,6 +258,31 @@ def cmd_study(args) -> int:
         if joined():  # a process of the study is gone (the study keeps going past its methods' own errors)
             e.add_note(note)
         raise
+
+
+def compare_only(args) -> int:
+    """--compare-only: the study in --out compared again from its run directories, with its saved settings; every
+    flag that would set something else is an error, not ignored."""
+    from envgen_jax.study import load_settings
+    from envgen_jax.study.runner import write_comparison
+
+    given = {"--config": args.config, "--methods": args.methods, "--seeds": args.seeds, "--set": args.overrides,
+             "--replay": args.replay, "--dry-run": args.dry_run, "--grouping": args.grouping != "auto"}
+    problems = [f"{flag}: not with --compare-only, which compares the study with its own settings (OUT/study.yaml)"
+                for flag, value in given.items() if value]
+    if not args.out:
+        problems.append("--out DIR: required with --compare-only (the study directory to compare)")
+    elif not (Path(args.out) / "study.yaml").is_file():
+        problems.append(f"--out {args.out}: no study.yaml there (`envgen-jax study` writes it into a study's "
+                        "directory)")
+    if problems:
+        raise ConfigError(problems, what="study")
+    out = Path(args.out)
+    study = write_comparison(out, load_settings(out / "study.yaml"))
+    done = [m for m, r in study["methods"].items() if r["status"] == "finished"]
+    print(f"study: compared the {len(done)} finished of {len(study['methods'])} methods "
+          f"({', '.join(done) or 'none yet'}); nothing trained; {out / 'study.md'}")
+    return 0
 
 
 def replay_settings(items: list[str], methods) -> dict[str, str]:
