@@ -577,3 +577,25 @@ def test_the_readme_craftax_1m_table_is_the_committed_study():
     for row, (method, entry) in zip(rows, study["methods"].items()):
         assert (f"{entry['return_pct']['mean']:.2f} +/- " in row) if entry["status"] == "finished" \
             else ("not yet measured" in row), method
+
+
+def test_the_readme_second_study_table_is_its_study_json():
+    """README's table of the second CPU study (written by hand) holds study_cpu_v2/study.json's numbers: each
+    method's score, its seeds, the difference from ppo with its CI, the Holm-adjusted p and P(> ppo)."""
+    study = json.loads((ROOT / "benchmarks" / "results" / "study_cpu_v2" / "study.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## The second CPU study in full"):readme.index("Score: the Crafter score over")]
+    rows = [r for r in section.splitlines() if r.startswith("| ") and not r.startswith("| method")]
+    pairs = {frozenset((r["a"], r["b"])): r for r in study["pairwise"]["score"]}
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == list(study["methods"])
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        method, entry = cells[0], study["methods"][cells[0]]["score"]
+        assert cells[1:3] == [f"{entry['mean']:.1f} +/- {entry['std']:.1f}",
+                              ", ".join(f"{v:.1f}" for v in entry["per_seed"])], method
+        if method == "ppo":
+            continue
+        diff, pair = study["methods"][method]["vs_ppo"]["score"], pairs[frozenset((method, "ppo"))]
+        beats = pair["p_superior"] if pair["a"] == method else 1 - pair["p_superior"]
+        assert cells[3:6] == [f"{diff['difference']:+.1f} [{diff['ci95'][0]:+.1f}, {diff['ci95'][1]:+.1f}]",
+                              f"{pair['p_holm']:.2f}", f"{beats:.2f}"], method
