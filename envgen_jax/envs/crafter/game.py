@@ -72,6 +72,9 @@ class Crafter(Game):
         self.read_options(options)
         return CrafterEnv(observation=observation)
 
+    def achievement_rewards(self):
+        return dict.fromkeys(self.achievements, 1.0)  # Craftax-Classic: +1 per achievement, plus the health term
+
     def score(self, rates):
         return crafter_score(rates)
 
