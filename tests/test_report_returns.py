@@ -106,4 +106,5 @@ def test_study_md_splits_a_return_difference_by_achievement():
     assert "| plr | -1.00 | -0.81 | wake_up (10.0, 90.0; 1) -0.80; make_wood_sword (20.0, 30.0; 1) -0.10; " \
            "enter_fire_realm (1.0, 0.0; 8) +0.08; make_iron_pickaxe (1.0, 0.0; 1) +0.01 | -0.19 |" in md
     assert _return_parts({"reference": "ppo"}, {"ppo": done["ppo"]}, craftax) == []  # nothing to compare
-    assert _return_parts({"reference": "ppo"}, done, games.get("crafter")) == []  # its return is not split so
+    assert _return_parts({"reference": "ppo"}, done, games.get("heist")) == []  # its return is not a sum of them
+    assert games.get("crafter").achievement_rewards() == dict.fromkeys(games.get("crafter").achievements, 1.0)
