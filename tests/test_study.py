@@ -343,9 +343,13 @@ def test_the_craftax_1m_comparison_rebuilds_to_its_committed_study_md():
     study_dir = ROOT / "benchmarks" / "results" / "craftax_1m"
     study = build_comparison(study_dir, load_settings(study_dir / "study.yaml"))
     rebuilt = markdown(study, ["study_scores.png", "study_curves.png", "study_success_by_cycle.png"])
+    # A method still training is "started" where its run directory is (the run's), "not started" here (kept runs
+    # are finished ones): its status row is left out.
+    training = tuple(f"| {m} | " for m, r in study["methods"].items() if r["status"] != "finished")
 
     def without_build_line(text: str) -> list[str]:
-        return [line for line in text.splitlines() if not line.startswith("Comparison built ")]
+        return [line for line in text.splitlines()
+                if not line.startswith("Comparison built ") and not (training and line.startswith(training))]
 
     assert without_build_line(rebuilt) == without_build_line((study_dir / "study.md").read_text()), \
         "rewrite it: envgen-jax study --compare-only --out runs/craftax_1m (the study's run directory; its keeper " \
