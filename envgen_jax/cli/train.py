@@ -197,7 +197,7 @@ def add_study_command(commands) -> None:
                             description=STUDY_HELP)
     p.add_argument("--config", metavar="FILE.yaml",
                    help="run configuration every method shares (its `method` is replaced), e.g. configs/study_cpu.yaml "
-                        "(required, but with --compare-only)")
+                        "(required unless --compare-only)")
     p.add_argument("--methods", metavar="M1,M2,...",
                    help=f"comma-separated, from {', '.join(METHODS)} (default: all of them); ppo is the reference "
                         "the others are compared with; the paper's comparison is ppo,envgen,fixed,random,"
