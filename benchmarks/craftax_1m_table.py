@@ -15,10 +15,12 @@ import json
 import sys
 from pathlib import Path
 
+from envgen_jax.study.markdown import RETURN_MEASURES
+
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = ROOT / "benchmarks" / "results" / "craftax_1m" / "study.json"
 BEGIN, END = "<!-- craftax_1m table: benchmarks/craftax_1m_table.py --write -->", "<!-- end of the craftax_1m table -->"
-MEASURES = ("return_pct", "return_pct_end", "eval_return_pct")
+MEASURES = tuple(RETURN_MEASURES)  # the scored phase, the table's end-of-training measure, held-out worlds
 
 
 def _p(p: float | None) -> str:
@@ -51,11 +53,19 @@ def table(study: dict) -> str:
     return "\n".join(lines)
 
 
-def readme_block(readme: str) -> str:
-    """What README.md holds between the markers (the error names the markers when they are missing)."""
+def readme_parts(readme: str) -> tuple[str, str, str]:
+    """README.md as (up to the first marker, between the markers, from the second marker on); the error names the
+    markers when they are missing."""
     if BEGIN not in readme or END not in readme:
         sys.exit(f"README.md: the markers {BEGIN!r} and {END!r} are missing; put them where the table goes")
-    return readme.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+    before, rest = readme.split(BEGIN, 1)
+    block, after = rest.split(END, 1)
+    return before + BEGIN, block, END + after
+
+
+def readme_block(readme: str) -> str:
+    """What README.md holds between the markers."""
+    return readme_parts(readme)[1].strip("\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -69,10 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     print(text)
     if args.write:
         path = ROOT / "README.md"
-        readme = path.read_text()
-        readme_block(readme)  # the markers are there
-        before, rest = readme.split(BEGIN, 1)
-        path.write_text(f"{before}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
+        before, _, after = readme_parts(path.read_text())
+        path.write_text(f"{before}\n{text}\n{after}")
 
 
 if __name__ == "__main__":

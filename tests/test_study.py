@@ -319,39 +319,36 @@ def test_a_heist_study_reports_heists_score(tmp_path):
     assert "Heist score (ours" in (out / "ppo" / "report.md").read_text()
 
 
+def _rebuilt_and_committed(study_dir: Path) -> tuple[list[str], list[str]]:
+    """A committed study's study.md as today's code rebuilds it from the committed runs, and as committed: their
+    lines but the one saying when and where it was built, and the status rows of methods still training (their
+    status is "started" where their run directory is, "not started" among the kept finished runs)."""
+    from envgen_jax.study import build_comparison, load_settings, markdown
+
+    study = build_comparison(study_dir, load_settings(study_dir / "study.yaml"))
+    rebuilt = markdown(study, ["study_scores.png", "study_curves.png", "study_success_by_cycle.png"])
+    training = tuple(f"| {m} | " for m, r in study["methods"].items() if r["status"] != "finished")
+
+    def kept_lines(text: str) -> list[str]:
+        return [line for line in text.splitlines()
+                if not line.startswith("Comparison built ") and not (training and line.startswith(training))]
+
+    return kept_lines(rebuilt), kept_lines((study_dir / "study.md").read_text())
+
+
 def test_the_second_studys_comparison_rebuilds_to_its_committed_study_md():
     """study.md is a pure function of the run directories: rebuilt by today's code from the committed second study,
     it is the committed file but for the line saying when and where it was built."""
-    from envgen_jax.study import build_comparison, load_settings, markdown
-
-    study_dir = ROOT / "benchmarks" / "results" / "study_cpu_v2"
-    study = build_comparison(study_dir, load_settings(study_dir / "study.yaml"))
-    rebuilt = markdown(study, ["study_scores.png", "study_curves.png", "study_success_by_cycle.png"])
-
-    def without_build_line(text: str) -> list[str]:
-        return [line for line in text.splitlines() if not line.startswith("Comparison built ")]
-
-    assert without_build_line(rebuilt) == without_build_line((study_dir / "study.md").read_text())
+    rebuilt, committed = _rebuilt_and_committed(ROOT / "benchmarks" / "results" / "study_cpu_v2")
+    assert rebuilt == committed
 
 
 def test_the_craftax_1m_comparison_rebuilds_to_its_committed_study_md():
     """The same for the Craftax-1M study (issue 73), which trains from a commit pinned before today's study code:
     after each method it finishes, its comparison is rewritten with today's code, so the committed study.md is
     today's rendering of its committed runs."""
-    from envgen_jax.study import build_comparison, load_settings, markdown
-
-    study_dir = ROOT / "benchmarks" / "results" / "craftax_1m"
-    study = build_comparison(study_dir, load_settings(study_dir / "study.yaml"))
-    rebuilt = markdown(study, ["study_scores.png", "study_curves.png", "study_success_by_cycle.png"])
-    # A method still training is "started" where its run directory is (the run's), "not started" here (kept runs
-    # are finished ones): its status row is left out.
-    training = tuple(f"| {m} | " for m, r in study["methods"].items() if r["status"] != "finished")
-
-    def without_build_line(text: str) -> list[str]:
-        return [line for line in text.splitlines()
-                if not line.startswith("Comparison built ") and not (training and line.startswith(training))]
-
-    assert without_build_line(rebuilt) == without_build_line((study_dir / "study.md").read_text()), \
+    rebuilt, committed = _rebuilt_and_committed(ROOT / "benchmarks" / "results" / "craftax_1m")
+    assert rebuilt == committed, \
         "rewrite it: envgen-jax study --compare-only --out runs/craftax_1m (the study's run directory; its keeper " \
         "copies it), or --out benchmarks/results/craftax_1m in a checkout without the runs"
 

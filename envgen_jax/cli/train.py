@@ -239,8 +239,8 @@ def cmd_study(args) -> int:
     if not args.config:
         raise ConfigError(["--config FILE.yaml: required (the run configuration every method shares), unless "
                            "--compare-only rewrites an existing study's comparison"], what="study")
-    methods = [m.strip() for m in (args.methods or ",".join(["ppo", *(m for m in METHODS if m != "ppo")])).split(",")
-               if m.strip()]
+    methods = ([m.strip() for m in args.methods.split(",") if m.strip()] if args.methods
+               else ["ppo", *(m for m in METHODS if m != "ppo")])
     settings = resolve(args.config, methods, args.seeds, args.overrides)
     settings = dataclasses.replace(settings, replay=replay_settings(args.replay, settings.methods))
     out = Path(args.out or Path("runs") / Path(args.config).stem)

@@ -44,7 +44,8 @@ def markdown(study: dict, plots: list[str]) -> str:
     score_name = games.get(study["study"]["env"]).score_name
     lines = _setup(study) + _scores(study, done, score_name) + _versus_second(done, score_name)
     game = games.get(study["study"]["env"])
-    lines += _returns(study, done, game) + _return_parts(study, done, game) + _pairs(study, score_name) + _long_chain(done, game) + _cost(done)
+    lines += _returns(study, done, game) + _return_parts(study, done, game) + _pairs(study, score_name)
+    lines += _long_chain(done, game) + _cost(done)
     if done:
         names = sorted(next(iter(done.values()))["achievements"])
         lines += _achievements(done, names) + _evaluations(study, done, score_name) + _adaptation(done)
@@ -190,6 +191,12 @@ def _long_chain(done: dict, game) -> list[str]:
     return lines + [""]
 
 
+# The mean return's three measures (report.json's keys): each one's column title and its short name.
+RETURN_MEASURES = {"return_pct": ("scored phase", "scored phase"),
+                   "return_pct_end": ("end of training (the table's measure)", "end of training"),
+                   "eval_return_pct": ("held-out worlds", "held-out")}
+
+
 def _returns(study: dict, done: dict, game) -> list[str]:
     """A game with a most-an-episode-can-earn (Craftax: 226): the mean episode return as % of it per method, three
     ways (the scored phase's episodes, those near the end of training as Craftax's table, held-out worlds), against
@@ -198,17 +205,15 @@ def _returns(study: dict, done: dict, game) -> list[str]:
     if not game.max_return or not any(r.get("return_pct") for r in done.values()):
         return []
     ref, notes = study["reference"], []
-    titles = {"return_pct": "scored phase", "return_pct_end": "end of training (the table's measure)",
-              "eval_return_pct": "held-out worlds"}
     pairwise = {key: {frozenset((r["a"], r["b"])): r for r in study.get("pairwise", {}).get(key, [])}
-                for key in titles}
+                for key in RETURN_MEASURES}
     lines = [f"## Mean episode return, % of {game.max_return:g}", "",
              "Scored phase: every episode that ended in the scored phase (the protocol's headline). End of training: "
              "the episodes that ended in the last 12 updates (how Craftax's table scores a run). Held-out worlds: "
              "the final evaluation in new worlds of the original game. Mean +/- std over seeds, the 95% CI, and the "
              f"difference from {ref} with Welch's p, and that p adjusted by Holm over every pair of methods "
              "(the table below).", ""]
-    for key, title in titles.items():
+    for key, (title, _) in RETURN_MEASURES.items():
         rows = {m: r for m, r in done.items() if r.get(key)}
         if not rows:
             continue
@@ -219,24 +224,23 @@ def _returns(study: dict, done: dict, game) -> list[str]:
             cells.append("-" if pair is None else _p(pair["p_holm"]))
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines += [f"- {n}" for n in notes] + ([""] if notes else []) + _return_pairs(pairwise, titles)
+    lines += [f"- {n}" for n in notes] + ([""] if notes else []) + _return_pairs(pairwise)
     if game.published_return_pct:
         lines += [f"Published (% of {game.max_return:g}, Craftax-1M, symbolic; their agents and measures, not "
                   "ours): " + "; ".join(f"{m} {v}" for m, v in game.published_return_pct) + ".", ""]
     return lines
 
 
-def _return_pairs(pairwise: dict[str, dict], titles: dict[str, str]) -> list[str]:
+def _return_pairs(pairwise: dict[str, dict]) -> list[str]:
     """Every pair of methods on each return measure: A - B and Welch's p adjusted by Holm over all pairs (the
     family is the pairs of one measure)."""
     pairs = [r for r in pairwise["return_pct"].values() if r["difference"] is not None]
     if not pairs:
         return []
-    keys = [k for k in titles if pairwise[k]]
-    short = {"return_pct": "scored phase", "return_pct_end": "end of training", "eval_return_pct": "held-out"}
+    keys = [k for k in RETURN_MEASURES if pairwise[k]]
     lines = ["Every pair of methods (A - B in points of the % of the maximum return; p: Welch's, adjusted by Holm "
              f"over the {len(pairs)} pairs of each measure):", "",
-             "| A | B | " + " | ".join(f"{short[k]}: A - B | p (Holm)" for k in keys) + " |",
+             "| A | B | " + " | ".join(f"{RETURN_MEASURES[k][1]}: A - B | p (Holm)" for k in keys) + " |",
              "|---" * (2 + 2 * len(keys)) + "|"]
     for r in pairs:
         cells = []
@@ -271,12 +275,12 @@ def _return_parts(study: dict, done: dict, game) -> list[str]:
             continue
         mine = r["achievements"]
         parts = {a: ((mine.get(a) or 0.0) - (base.get(a) or 0.0)) / 100 * w for a, w in rewards.items()}
-        total = r["reward"]["mean"] - done[ref]["reward"]["mean"]
+        total, from_achievements = r["reward"]["mean"] - done[ref]["reward"]["mean"], sum(parts.values())
         top = sorted(parts, key=lambda a: -abs(parts[a]))[:4]
         cells = "; ".join(f"{a} ({_num(mine.get(a))}, {_num(base.get(a))}; {rewards[a]:g}) "
                           f"{_num(parts[a], 2, sign=True)}" for a in top)
-        lines.append(f"| {m} | {_num(total, 2, sign=True)} | {_num(sum(parts.values()), 2, sign=True)} | {cells} | "
-                     f"{_num(total - sum(parts.values()), 2, sign=True)} |")
+        lines.append(f"| {m} | {_num(total, 2, sign=True)} | {_num(from_achievements, 2, sign=True)} | {cells} | "
+                     f"{_num(total - from_achievements, 2, sign=True)} |")
     return lines + [""]
 
 
