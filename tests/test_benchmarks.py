@@ -549,7 +549,7 @@ def test_craftax_1m_study_is_its_runs():
     settings = load_settings(kept / "study.yaml")
     commit = (kept / "commit").read_text().strip()
     finished = {m: r for m, r in study["methods"].items() if r["status"] == "finished"}
-    assert {"ppo", "envgen", "scripted", "random", "sfl", "plr", "easy_to_hard"} <= set(finished)
+    assert set(finished) == {"ppo", "envgen", "scripted", "random", "sfl", "plr", "envgen_sfl", "easy_to_hard"}
     assert settings.run["seeds"] >= 4 and settings.run["env"] == "craftax"
     for method, row in finished.items():
         report = json.loads((kept / method / "report.json").read_text())
